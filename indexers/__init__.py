@@ -1,0 +1,1 @@
+"""What turns raw material into index entries: memory points, embeddings, and the index backends."""

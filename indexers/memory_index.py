@@ -1,0 +1,202 @@
+"""The search index over memories, as one small interface with two backends.
+
+A point is a memory: its journal `seq` as id, a named dense vector (`dense`),
+a BM25 sparse vector (`bm25`, IDF applied by the engine) and a payload with
+only what filters need (kind, tags, session, pinned, superseded, created).
+The text itself is never stored in the index: the journal holds it, so
+`forget` has one place to scrub.
+
+Both backends take sparse vectors from `SparseEncoder`, so they index the same
+tokens and return the same ranking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+STATE_FORMAT = 1
+DENSE = "dense"
+SPARSE = "bm25"
+# Flags are stored as 0/1 integers: qdrant-edge's bindings turn a Python bool in a match into an int.
+PAYLOAD_INDEXES = {
+    "kind": "keyword",
+    "tags": "keyword",
+    "session": "keyword",
+    "pinned": "integer",
+    "superseded": "integer",
+    "created": "float",
+}
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class SparseVec:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class IndexDoc:
+    seq: int
+    sparse: SparseVec
+    vector: list[float] | None
+    kind: str
+    tags: list[str]
+    session: str | None
+    pinned: bool
+    superseded: bool
+    created: float
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "tags": self.tags,
+            "session": self.session or "",
+            "pinned": int(self.pinned),
+            "superseded": int(self.superseded),
+            "created": self.created,
+        }
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    session: str | None = None
+    since: float | None = None
+    include_superseded: bool = False
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """How dense and BM25 candidates are combined (weighted reciprocal-rank fusion).
+
+    The defaults were chosen on `benchmarks/recall_quality.py`; see the README.
+    """
+
+    k: int = 60
+    dense_weight: float = 1.0
+    sparse_weight: float = 1.0
+    candidates: int = 50
+
+
+@dataclass(frozen=True)
+class Hit:
+    seq: int
+    score: float
+
+
+@dataclass
+class SparseEncoder:
+    """BM25 term vectors from Qdrant's own tokenizer, built in-process for both backends.
+
+    The `Code` tokenizer keeps an identifier whole and also splits it
+    (`RetryPolicy` -> retrypolicy, retry, policy), so exact names and their
+    words both match. Text with CJK characters also gets the multilingual
+    tokenizer's segmentation, which the code tokenizer lacks.
+    """
+
+    _code: Any = field(init=False)
+    _multilingual: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        from qdrant_edge import Bm25, Bm25Config, TokenizerType
+
+        self._code = Bm25(Bm25Config(tokenizer=TokenizerType.Code))
+        self._multilingual = Bm25(Bm25Config(tokenizer=TokenizerType.Multilingual))
+
+    def _encode(self, text: str, method: str) -> SparseVec:
+        vector = getattr(self._code, method)(text)
+        indices, values = list(vector.indices), list(vector.values)
+        if _CJK.search(text):
+            seen = set(indices)
+            extra = getattr(self._multilingual, method)(text)
+            for index, value in zip(extra.indices, extra.values, strict=True):
+                if index not in seen:
+                    indices.append(index)
+                    values.append(value)
+        return SparseVec(indices, values)
+
+    def document(self, text: str) -> SparseVec:
+        return self._encode(text, "embed_document")
+
+    def query(self, text: str) -> SparseVec:
+        return self._encode(text, "embed_query")
+
+
+@dataclass
+class IndexState:
+    """Which journal revision (and reindex epoch) an index reflects, kept in a small JSON file.
+
+    `load()` is False when the file is missing, unreadable or written for another
+    embedding model or format: the index must then be rebuilt.
+    """
+
+    path: Path
+    embedder: str
+    epoch: int = 0
+    watermark: int = 0
+
+    def load(self) -> bool:
+        try:
+            data = json.loads(self.path.read_text())
+            if data["format"] != STATE_FORMAT or data["embedder"] != self.embedder:
+                return False
+            self.epoch, self.watermark = int(data["epoch"]), int(data["watermark"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return True
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        data = {"format": STATE_FORMAT, "embedder": self.embedder, "epoch": self.epoch, "watermark": self.watermark}
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.path)
+
+
+class MemoryIndex(Protocol):
+    """What the ledger needs from a search backend."""
+
+    backend: str
+    location: str
+    events: list[str]  # what happened while opening: rebuilds, repairs
+
+    def sync_lock(self) -> AbstractContextManager[None]:
+        """Held while catching up, so that processes sharing one index apply changes in order."""
+        ...
+
+    def watermark(self) -> int:
+        """The journal revision this index reflects."""
+        ...
+
+    def set_watermark(self, rev: int) -> None: ...
+
+    def epoch(self) -> int:
+        """The journal's reindex epoch this index was built in; a newer one means rebuild."""
+        ...
+
+    def upsert(self, docs: Sequence[IndexDoc]) -> None: ...
+
+    def delete(self, seqs: Sequence[int]) -> None: ...
+
+    def search(
+        self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int, fusion: FusionParams
+    ) -> list[Hit]:
+        """Hybrid (dense + BM25, fused) when `dense` is given, else BM25 alone."""
+        ...
+
+    def count(self) -> int: ...
+
+    def reset(self, epoch: int) -> None:
+        """Drop every point: the index now reflects revision 0 of `epoch`."""
+        ...
+
+    def close(self) -> None: ...

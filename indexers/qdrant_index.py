@@ -1,0 +1,162 @@
+"""The server backend: one collection per project on a Qdrant server or cluster, through qdrant-client.
+
+The same class runs against qdrant-client's local mode (`path=`), which speaks
+the same API; that is how its tests run without a server. The journal revision
+the collection reflects is kept beside the journal (`index/qdrant-<collection>.json`),
+and catching up is serialised between local processes with a file lock, so two
+processes never apply changes out of order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .file_lock import FileLock
+from .memory_index import DENSE, PAYLOAD_INDEXES, SPARSE, FusionParams, Hit, IndexDoc, IndexState, SearchFilter, SparseVec
+
+
+class QdrantIndex:
+    backend = "qdrant-server"
+
+    def __init__(
+        self,
+        client: Any,
+        collection: str,
+        state_dir: Path,
+        dim: int,
+        embedder_identity: str,
+        location: str,
+    ) -> None:
+        from qdrant_client import models
+
+        self._models = models
+        self._client = client
+        self._collection = collection
+        self._dim = dim
+        self._identity = embedder_identity
+        self.location = f"{location} collection {collection}"
+        self.events: list[str] = []
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self._state = IndexState(state_dir / f"qdrant-{collection}.json", embedder_identity)
+        self._lock_path = state_dir / f"qdrant-{collection}.lock"
+        exists = client.collection_exists(collection)
+        if not exists or not self._state.load():
+            if exists:
+                self.events.append(f"collection {collection} did not match this journal or model: rebuilt from the journal")
+            self.reset(epoch=0)
+
+    @classmethod
+    def connect(cls, url: str | None, api_key: str | None, path: Path | None, **kwargs: Any) -> QdrantIndex:
+        from qdrant_client import QdrantClient
+
+        if path is not None:
+            return cls(QdrantClient(path=str(path)), location=f"local {path}", **kwargs)
+        return cls(QdrantClient(url=url, api_key=api_key), location=str(url), **kwargs)
+
+    @contextmanager
+    def sync_lock(self) -> Iterator[None]:
+        """Catch-up runs one process at a time, re-reading the watermark another process may have moved."""
+        lock = FileLock.acquire(self._lock_path)
+        try:
+            self._state.load()
+            yield
+        finally:
+            lock.release()
+
+    # -- MemoryIndex ---------------------------------------------------------
+
+    def watermark(self) -> int:
+        return self._state.watermark
+
+    def epoch(self) -> int:
+        return self._state.epoch
+
+    def set_watermark(self, rev: int) -> None:
+        self._state.watermark = rev
+        self._state.save()
+
+    def upsert(self, docs: Sequence[IndexDoc]) -> None:
+        m = self._models
+        points = []
+        for doc in docs:
+            vector: dict[str, Any] = {SPARSE: m.SparseVector(indices=doc.sparse.indices, values=doc.sparse.values)}
+            if doc.vector is not None:
+                vector[DENSE] = doc.vector
+            points.append(m.PointStruct(id=doc.seq, vector=vector, payload=doc.payload()))
+        if points:
+            self._client.upsert(self._collection, points=points, wait=True)
+
+    def delete(self, seqs: Sequence[int]) -> None:
+        if seqs:
+            selector = self._models.PointIdsList(points=list(seqs))
+            self._client.delete(self._collection, points_selector=selector, wait=True)
+
+    def _filter(self, where: SearchFilter) -> Any:
+        m = self._models
+        must: list[Any] = []
+        if where.kinds:
+            must.append(m.FieldCondition(key="kind", match=m.MatchAny(any=list(where.kinds))))
+        if where.tags:
+            must.append(m.FieldCondition(key="tags", match=m.MatchAny(any=list(where.tags))))
+        if where.session is not None:
+            must.append(m.FieldCondition(key="session", match=m.MatchValue(value=where.session)))
+        if where.since is not None:
+            must.append(m.FieldCondition(key="created", range=m.Range(gte=where.since)))
+        must_not = [] if where.include_superseded else [m.FieldCondition(key="superseded", match=m.MatchValue(value=1))]
+        return m.Filter(must=must or None, must_not=must_not or None)
+
+    def search(
+        self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int, fusion: FusionParams
+    ) -> list[Hit]:
+        m = self._models
+        flt = self._filter(where)
+        terms = m.SparseVector(indices=sparse.indices, values=sparse.values)
+        if dense is None:
+            response = self._client.query_points(
+                self._collection, query=terms, using=SPARSE, query_filter=flt, limit=limit, with_payload=False
+            )
+        else:
+            response = self._client.query_points(
+                self._collection,
+                prefetch=[
+                    m.Prefetch(query=dense, using=DENSE, filter=flt, limit=fusion.candidates),
+                    m.Prefetch(query=terms, using=SPARSE, filter=flt, limit=fusion.candidates),
+                ],
+                query=m.RrfQuery(rrf=m.Rrf(k=fusion.k, weights=[fusion.dense_weight, fusion.sparse_weight])),
+                query_filter=flt,
+                limit=limit,
+                with_payload=False,
+            )
+        return [Hit(int(point.id), float(point.score)) for point in response.points]
+
+    def count(self) -> int:
+        return int(self._client.count(self._collection, exact=True).count)
+
+    def reset(self, epoch: int) -> None:
+        m = self._models
+        if self._client.collection_exists(self._collection):
+            self._client.delete_collection(self._collection)
+        self._client.create_collection(
+            self._collection,
+            vectors_config={DENSE: m.VectorParams(size=self._dim, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+        )
+        schema = {
+            "keyword": m.PayloadSchemaType.KEYWORD,
+            "integer": m.PayloadSchemaType.INTEGER,
+            "float": m.PayloadSchemaType.FLOAT,
+        }
+        with warnings.catch_warnings():  # local mode warns that it ignores payload indexes
+            warnings.simplefilter("ignore")
+            for name, kind in PAYLOAD_INDEXES.items():
+                self._client.create_payload_index(self._collection, field_name=name, field_schema=schema[kind])
+        self._state.epoch, self._state.watermark = epoch, 0
+        self._state.save()
+
+    def close(self) -> None:
+        self._client.close()
+

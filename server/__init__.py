@@ -1,0 +1,1 @@
+"""project-ledger: a persistent, per-project memory for coding agents, served over MCP."""

@@ -1,0 +1,203 @@
+"""`project-ledger`: the MCP server and a command line over the same data.
+
+The CLI works on the journal and index that a running server uses; SQLite and
+per-process index slots make that safe. Data goes to stdout, logs to stderr;
+`serve` writes nothing to stdout but the protocol.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+
+from .config import Settings
+from .errors import LedgerError
+from .ledger import LedgerService, render_results
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXAMPLES = """
+\b
+Examples:
+  project-ledger serve                      # stdio MCP server for this repository
+  project-ledger remember "Use Postgres 16" --kind decision --tag db
+  project-ledger recall "which database?" -k 3
+  project-ledger status --json
+"""
+
+
+def _settings(ctx: click.Context) -> Settings:
+    overrides = {key: value for key, value in ctx.obj.items() if value is not None}
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise click.ClickException(f"invalid configuration: {exc.errors()[0]['msg']}") from None
+
+
+def ledger_errors(fn: F) -> F:
+    """Ledger errors become one readable line and exit code 1, not a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LedgerError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def opened(ctx: click.Context, index: bool) -> Iterator[LedgerService]:
+    """The service over this project's data; with `index`, the index opened, caught up and fully embedded."""
+    from .factory import open_ledger
+
+    ledger = open_ledger(_settings(ctx), Path.cwd())
+    try:
+        if index:
+            ledger.sync.open_now()
+            ledger.sync.index()  # raises if it could not open
+            if ledger.sync.embedder.load():
+                while ledger.sync.embed_missing(256):
+                    pass
+            ledger.sync.catch_up()
+        yield ledger
+    finally:
+        ledger.close()
+
+
+@click.group(epilog=EXAMPLES)
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Project root (default: git top-level).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+@click.version_option(package_name="project-ledger")
+@click.pass_context
+def main(ctx: click.Context, root: Path | None, data_dir: Path | None, verbose: int) -> None:
+    """A persistent, per-project memory for coding agents, served over MCP."""
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ctx.obj = {"root": root, "data_dir": data_dir}
+
+
+@main.command()
+@click.option("--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True)
+@click.pass_context
+@ledger_errors
+def serve(ctx: click.Context, transport: str) -> None:
+    """Run the MCP server (stdio). Clients start this command themselves.
+
+    \b
+    Example (Claude Code):
+      claude mcp add ledger -- project-ledger serve --root "$PWD"
+    """
+    from .mcp_app import create_server
+
+    create_server(_settings(ctx), Path.cwd()).run(transport)
+
+
+@main.command()
+@click.argument("text")
+@click.option("--kind", default="note", show_default=True, help="note, decision, definition, todo, error, turn or summary.")
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat for several.")
+@click.option("--session", help="Session id to file it under.")
+@click.option("--pin", "pinned", is_flag=True, help="Pin it: shown at every session start.")
+@click.option("--supersedes", help="Id of the memory this one replaces.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@ledger_errors
+def remember(
+    ctx: click.Context, text: str, kind: str, tags: tuple[str, ...], session: str | None, pinned: bool, supersedes: str | None, as_json: bool
+) -> None:
+    """Store TEXT as a memory. A running server indexes it within a second.
+
+    \b
+    Example:
+      project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
+    """
+    with opened(ctx, index=False) as ledger:
+        result = ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        click.echo(result.id if result.created else f"{result.id} (already stored)")
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", default=8, show_default=True, help="How many results (1-100).")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds; repeat for several.")
+@click.option("--tag", "tags", multiple=True, help="Only memories with one of these tags.")
+@click.option("--since", help="ISO date or an age like 2d, 12h, 1w.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@ledger_errors
+def recall(ctx: click.Context, query: str, k: int, kinds: tuple[str, ...], tags: tuple[str, ...], since: str | None, as_json: bool) -> None:
+    """Search memories for QUERY, best first.
+
+    \b
+    Example:
+      project-ledger recall "how do retries back off?" -k 3
+    """
+    with opened(ctx, index=True) as ledger:
+        result = ledger.recall(query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    if result.note:
+        click.echo(f"({result.mode}; {result.note})", err=True)
+    click.echo(render_results(result.results) if result.results else "No memory matched.")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+@ledger_errors
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Paths, counts, index lag and model state.
+
+    \b
+    Example:
+      project-ledger status --json
+    """
+    with opened(ctx, index=True) as ledger:
+        result = ledger.status()
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(f"project-ledger {result.version}")
+    click.echo(f"root:      {result.root}")
+    click.echo(f"data dir:  {result.data_dir}")
+    click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}")
+    counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
+    click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
+    index = result.index
+    click.echo(f"index:     {index.backend} at {index.location}, {index.state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
+    for event in index.events:
+        click.echo(f"           {event}")
+    detail = f" ({result.embedding.detail})" if result.embedding.detail else ""
+    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state}{detail}")
+
+
+@main.command()
+@click.pass_context
+@ledger_errors
+def reindex(ctx: click.Context) -> None:
+    """Rebuild the search index from the journal (running servers rebuild theirs too).
+
+    \b
+    Example:
+      project-ledger reindex
+    """
+    with opened(ctx, index=True) as ledger:
+        started = time.perf_counter()
+        points = ledger.reindex()
+    click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")

@@ -1,0 +1,100 @@
+"""Settings, read once at the edge (CLI) and passed down as plain values.
+
+Every option can come from a `LEDGER_*` environment variable. The Qdrant server
+options also accept the unprefixed `QDRANT_URL` / `QDRANT_API_KEY` that Qdrant's
+own tools use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DATA_DIR_NAME = ".ledger"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LEDGER_", extra="ignore")
+
+    root: Path | None = Field(
+        default=None, description="Project root. Default: git top-level of the working directory, else the working directory."
+    )
+    data_dir: Path | None = Field(default=None, description="Where the journal and index live. Default: <root>/.ledger")
+
+    embed_model: str | None = Field(
+        default=None, description="Any fastembed model name; fetched by fastembed (needs network) unless embed_model_path is set."
+    )
+    embed_model_path: Path | None = Field(default=None, description="A local directory holding the fastembed model files.")
+    embed_threads: int | None = Field(default=None, ge=1, description="ONNX threads for embedding. Default: all cores.")
+
+    qdrant_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("LEDGER_QDRANT_URL", "QDRANT_URL"),
+        description="Use a Qdrant server or cluster instead of the embedded index.",
+    )
+    qdrant_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("LEDGER_QDRANT_API_KEY", "QDRANT_API_KEY"), description="API key for qdrant_url."
+    )
+    qdrant_path: Path | None = Field(
+        default=None, description="qdrant-client local mode folder (development and tests of the server backend)."
+    )
+    qdrant_collection: str | None = Field(default=None, description="Collection name. Default: derived from the project root.")
+
+    max_text_bytes: int = Field(default=64 * 1024, ge=1, description="Largest memory text accepted, in UTF-8 bytes.")
+    instructions_tokens: int = Field(
+        default=2000, ge=100, description="Cap on the session-start pack (project_context.md + pins), in tokens."
+    )
+
+    @model_validator(mode="after")
+    def _one_qdrant_target(self) -> Settings:
+        if self.qdrant_url and self.qdrant_path:
+            raise ValueError("set either QDRANT_URL (a server) or LEDGER_QDRANT_PATH (local mode), not both")
+        return self
+
+
+@dataclass(frozen=True)
+class ProjectPaths:
+    root: Path
+    data_dir: Path
+
+    @property
+    def journal(self) -> Path:
+        return self.data_dir / "journal.sqlite3"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.data_dir / "model"
+
+    @property
+    def project_context(self) -> Path:
+        return self.root / "project_context.md"
+
+    def collection_name(self) -> str:
+        """One Qdrant collection per project: readable name plus a hash of the root path."""
+        slug = re.sub(r"[^a-z0-9]+", "-", self.root.name.lower()).strip("-")[:40] or "project"
+        digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
+        return f"ledger-{slug}-{digest}"
+
+
+def find_project_root(cwd: Path) -> Path:
+    """The git top-level containing `cwd` (a `.git` dir or worktree file), else `cwd` itself."""
+    cwd = cwd.resolve()
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return cwd
+
+
+def resolve_paths(settings: Settings, cwd: Path) -> ProjectPaths:
+    root = settings.root.expanduser().resolve() if settings.root else find_project_root(cwd)
+    data_dir = settings.data_dir.expanduser().resolve() if settings.data_dir else root / DATA_DIR_NAME
+    return ProjectPaths(root=root, data_dir=data_dir)

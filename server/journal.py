@@ -1,0 +1,433 @@
+"""The journal: a SQLite database in WAL mode that is the ledger's source of truth.
+
+Every memory is stored here in full and unmodified; the search index is derived
+from it and can always be rebuilt. Several processes may share one journal:
+SQLite serialises their writes, and every change takes the next value of a
+global revision counter inside its own transaction, so `rev` order is commit
+order and any process can catch its index up with `changes_since(rev)`.
+
+Dense vectors are stored here too (table `embeddings`), so a second process or
+a rebuild never has to run the model again for text that was already embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .errors import MemoryForgotten, MemoryNotFound, StorageError
+from .models import Memory
+
+BUSY_TIMEOUT_MS = 15_000
+_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def iso_to_epoch(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_memory_id() -> str:
+    """`m` plus 10 random base32 characters (50 bits): short enough for a model to copy exactly."""
+    return "m" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
+
+
+def _m001_create_memories(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE memories (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            session TEXT,
+            role TEXT,
+            files TEXT NOT NULL DEFAULT '[]',
+            symbols TEXT NOT NULL DEFAULT '[]',
+            content_hash TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            superseded_by TEXT,
+            deleted_at TEXT,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at TEXT,
+            rev INTEGER NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX memories_rev ON memories(rev)")
+    db.execute("CREATE INDEX memories_dedup ON memories(content_hash, session) WHERE deleted_at IS NULL")
+    db.execute("CREATE INDEX memories_pinned ON memories(pinned) WHERE pinned = 1 AND deleted_at IS NULL")
+    db.execute(
+        "CREATE TABLE embeddings (seq INTEGER PRIMARY KEY REFERENCES memories(seq), model TEXT NOT NULL, vector BLOB NOT NULL)"
+    )
+    db.execute("CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO counters (name, value) VALUES ('rev', 0), ('reindex', 0)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_create_memories,)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One memory as of revision `rev`, in the shape the index needs."""
+
+    seq: int
+    rev: int
+    live: bool
+    text: str
+    kind: str
+    tags: list[str]
+    session: str | None
+    pinned: bool
+    superseded: bool
+    created: float
+    vector: bytes | None
+
+
+@dataclass(frozen=True)
+class Counts:
+    by_kind: dict[str, int]
+    pinned: int
+    superseded: int
+    forgotten: int
+
+
+_MEMORY_COLUMNS = (
+    "id, text, kind, tags, session, role, files, symbols, created_at, updated_at, pinned, "
+    "superseded_by, deleted_at, access_count, last_accessed_at"
+)
+
+
+def _row_to_memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        id=row["id"],
+        text=row["text"],
+        kind=row["kind"],
+        tags=json.loads(row["tags"]),
+        session=row["session"],
+        role=row["role"],
+        files=json.loads(row["files"]),
+        symbols=json.loads(row["symbols"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        pinned=bool(row["pinned"]),
+        superseded_by=row["superseded_by"],
+        deleted_at=row["deleted_at"],
+        access_count=row["access_count"],
+        last_accessed_at=row["last_accessed_at"],
+    )
+
+
+def _storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        hint = f"another process has held the journal's write lock for over {BUSY_TIMEOUT_MS // 1000}s; retry shortly"
+    elif "readonly" in text or "read-only" in text:
+        hint = f"the data directory is read-only; make {path.parent} writable"
+    elif "full" in text:
+        hint = "the disk is full; free some space and retry"
+    else:
+        hint = "run `project-ledger status` to check the data directory"
+    return StorageError(f"journal {path} could not be written ({text}): {hint}. Nothing acknowledged earlier was lost.")
+
+
+class Journal:
+    """Thread-safe access to one journal file. All writes go through `_write()`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            # FULL: a commit is on disk before `remember` is acknowledged, even across power loss.
+            self._db.execute("PRAGMA synchronous = FULL")
+            # Freed pages are zeroed, so forgotten text does not linger in the file.
+            self._db.execute("PRAGMA secure_delete = ON")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, path) from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+                migration(db)
+                db.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; the write lock is taken up front so it cannot deadlock on upgrade."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _storage_error(exc, self.path) from exc
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise _storage_error(exc, self.path) from exc
+                raise
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _storage_error(exc, self.path) from exc
+
+    @staticmethod
+    def _next_rev(db: sqlite3.Connection) -> int:
+        return db.execute("UPDATE counters SET value = value + 1 WHERE name = 'rev' RETURNING value").fetchone()[0]
+
+    # -- memories -----------------------------------------------------------
+
+    def insert(
+        self,
+        *,
+        text: str,
+        kind: str,
+        tags: list[str],
+        session: str | None,
+        role: str | None,
+        files: list[str],
+        symbols: list[str],
+        pinned: bool,
+        supersedes: str | None,
+    ) -> tuple[str, bool]:
+        """Store a memory; returns (id, created). An identical live text in the same session is not stored twice."""
+        digest = content_hash(text)
+        now = utc_now()
+        with self._write() as db:
+            twin = db.execute(
+                "SELECT id FROM memories WHERE content_hash = ? AND session IS ? AND deleted_at IS NULL LIMIT 1",
+                (digest, session),
+            ).fetchone()
+            if twin is not None:
+                db.execute(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
+                    (now, twin["id"]),
+                )
+                return twin["id"], False
+            if supersedes is not None:
+                self._require_live(db, supersedes)
+            memory_id = new_memory_id()
+            while db.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone():
+                memory_id = new_memory_id()
+            db.execute(
+                "INSERT INTO memories (id, text, kind, tags, session, role, files, symbols, content_hash, "
+                "created_at, updated_at, pinned, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    memory_id,
+                    text,
+                    kind,
+                    json.dumps(tags, ensure_ascii=False),
+                    session,
+                    role,
+                    json.dumps(files, ensure_ascii=False),
+                    json.dumps(symbols, ensure_ascii=False),
+                    digest,
+                    now,
+                    now,
+                    int(pinned),
+                    self._next_rev(db),
+                ),
+            )
+            if supersedes is not None:
+                db.execute(
+                    "UPDATE memories SET superseded_by = ?, updated_at = ?, rev = ? WHERE id = ?",
+                    (memory_id, now, self._next_rev(db), supersedes),
+                )
+            return memory_id, True
+
+    @staticmethod
+    def _require_live(db: sqlite3.Connection, memory_id: str) -> sqlite3.Row:
+        row = db.execute("SELECT seq, deleted_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(memory_id)
+        if row["deleted_at"] is not None:
+            raise MemoryForgotten(memory_id)
+        return row
+
+    def get(self, memory_id: str) -> Memory:
+        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+        if not rows:
+            raise MemoryNotFound(memory_id)
+        return _row_to_memory(rows[0])
+
+    def get_by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        """Live memories for index point ids; forgotten ones are left out."""
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        rows = self._read(
+            f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE seq IN ({marks}) AND deleted_at IS NULL", list(seqs)
+        )
+        return {row["seq"]: _row_to_memory(row) for row in rows}
+
+    def set_pinned(self, memory_id: str, pinned: bool) -> None:
+        with self._write() as db:
+            self._require_live(db, memory_id)
+            db.execute(
+                "UPDATE memories SET pinned = ?, updated_at = ?, rev = ? WHERE id = ?",
+                (int(pinned), utc_now(), self._next_rev(db), memory_id),
+            )
+
+    def forget(self, memory_id: str) -> None:
+        """Scrub the text and everything derived from it, keeping a tombstone (id, kind, dates, links)."""
+        with self._write() as db:
+            row = db.execute("SELECT seq, deleted_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            if row is None:
+                raise MemoryNotFound(memory_id)
+            if row["deleted_at"] is not None:
+                return
+            now = utc_now()
+            db.execute(
+                "UPDATE memories SET text = '', tags = '[]', files = '[]', symbols = '[]', content_hash = NULL, "
+                "role = NULL, pinned = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
+                (now, now, self._next_rev(db), row["seq"]),
+            )
+            db.execute("DELETE FROM embeddings WHERE seq = ?", (row["seq"],))
+        self.purge_wal()
+
+    def purge_wal(self) -> None:
+        """Copy the WAL into the database and truncate it, so old page images of scrubbed rows leave the disk.
+
+        Best effort: a reader in another process can hold back a full checkpoint; the next one finishes it.
+        """
+        with self._lock:
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass
+
+    def touch(self, seqs: Sequence[int]) -> None:
+        """Record that these memories were handed to a caller (access stats do not change the index)."""
+        if not seqs:
+            return
+        marks = ",".join("?" * len(seqs))
+        with self._write() as db:
+            db.execute(
+                f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE seq IN ({marks})",
+                (utc_now(), *seqs),
+            )
+
+    def pinned(self) -> list[Memory]:
+        rows = self._read(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE pinned = 1 AND deleted_at IS NULL ORDER BY created_at"
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    def counts(self) -> Counts:
+        rows = self._read(
+            "SELECT kind, COUNT(*) AS n FROM memories WHERE deleted_at IS NULL AND superseded_by IS NULL GROUP BY kind"
+        )
+        totals = self._read(
+            "SELECT SUM(pinned = 1 AND deleted_at IS NULL) AS pinned, "
+            "SUM(superseded_by IS NOT NULL AND deleted_at IS NULL) AS superseded, "
+            "SUM(deleted_at IS NOT NULL) AS forgotten FROM memories"
+        )[0]
+        return Counts(
+            by_kind={row["kind"]: row["n"] for row in rows},
+            pinned=totals["pinned"] or 0,
+            superseded=totals["superseded"] or 0,
+            forgotten=totals["forgotten"] or 0,
+        )
+
+    # -- the change feed the index follows ---------------------------------
+
+    def rev(self) -> int:
+        return self._read("SELECT value FROM counters WHERE name = 'rev'")[0][0]
+
+    def reindex_epoch(self) -> int:
+        return self._read("SELECT value FROM counters WHERE name = 'reindex'")[0][0]
+
+    def request_reindex(self) -> None:
+        """Every process's index sees the new epoch at its next catch-up and rebuilds itself."""
+        with self._write() as db:
+            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'reindex'")
+
+    def indexable_count(self) -> int:
+        """Memories that belong in the index: every one not forgotten, superseded ones included."""
+        return self._read("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")[0][0]
+
+    def changes_since(self, rev: int, model: str | None, limit: int = 512) -> list[Change]:
+        rows = self._read(
+            "SELECT m.seq, m.rev, m.deleted_at, m.text, m.kind, m.tags, m.session, m.pinned, m.superseded_by, "
+            "m.created_at, e.vector FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq AND e.model = ? "
+            "WHERE m.rev > ? ORDER BY m.rev LIMIT ?",
+            (model or "", rev, limit),
+        )
+        return [
+            Change(
+                seq=row["seq"],
+                rev=row["rev"],
+                live=row["deleted_at"] is None,
+                text=row["text"],
+                kind=row["kind"],
+                tags=json.loads(row["tags"]),
+                session=row["session"],
+                pinned=bool(row["pinned"]),
+                superseded=row["superseded_by"] is not None,
+                created=iso_to_epoch(row["created_at"]),
+                vector=row["vector"],
+            )
+            for row in rows
+        ]
+
+    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
+        rows = self._read(
+            "SELECT m.seq, m.text FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq AND e.model = ? "
+            "WHERE m.deleted_at IS NULL AND e.seq IS NULL ORDER BY m.seq LIMIT ?",
+            (model, limit),
+        )
+        return [(row["seq"], row["text"]) for row in rows]
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return self._read(
+            "SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq AND e.model = ? "
+            "WHERE m.deleted_at IS NULL AND e.seq IS NULL",
+            (model,),
+        )[0][0]
+
+    def store_embeddings(self, model: str, vectors: Sequence[tuple[int, bytes]]) -> None:
+        """Save vectors and bump each memory's rev so every process's index picks them up."""
+        with self._write() as db:
+            for seq, vector in vectors:
+                live = db.execute("SELECT 1 FROM memories WHERE seq = ? AND deleted_at IS NULL", (seq,)).fetchone()
+                if live is None:  # forgotten while it was being embedded
+                    continue
+                db.execute("INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)", (seq, model, vector))
+                db.execute("UPDATE memories SET rev = ? WHERE seq = ?", (self._next_rev(db), seq))

@@ -1,0 +1,153 @@
+"""The MCP surface: thin adapters from tools, resources and prompts to `LedgerService`.
+
+Each tool validates its arguments through its signature, runs one service call
+in a worker thread (the service is synchronous and may touch disk), and returns
+structured content plus a compact text rendering for the model. Ledger errors
+become tool errors (`is_error`) whose text says what to do next.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from .config import Settings
+from .errors import LedgerError
+from .factory import open_ledger
+from .ledger import LedgerService, render_results, version
+from .models import Ack, RecallResult, RememberResult, Status
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+KindArg = Literal["note", "decision", "definition", "todo", "error", "turn", "summary"]
+MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
+
+
+def _answer(model: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json"))
+
+
+class LedgerTools:
+    """The tools, resources and prompt, as bound methods over one service."""
+
+    def __init__(self, ledger: LedgerService) -> None:
+        self.ledger = ledger
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+        except LedgerError as exc:
+            raise ToolError(str(exc)) from exc
+        except Exception as exc:
+            log.exception("unexpected failure in %s", getattr(fn, "__name__", fn))
+            raise ToolError(f"internal error ({type(exc).__name__}); nothing stored was lost. Details are in the server log.") from exc
+
+    async def remember(
+        self,
+        text: Annotated[str, Field(description="What to keep, verbatim: a decision, definition, constraint, todo...")],
+        kind: KindArg = "note",
+        tags: list[str] = [],  # noqa: B006 - the schema default the clients see; never mutated
+        session: str | None = None,
+        role: Annotated[str | None, Field(description="Who said it, for turns: user or assistant.")] = None,
+        files: list[str] = [],  # noqa: B006
+        symbols: list[str] = [],  # noqa: B006
+        pinned: Annotated[bool, Field(description="Show it at the start of every session.")] = False,
+        supersedes: Annotated[str | None, Field(description="Id of a memory this one replaces.")] = None,
+    ) -> Annotated[CallToolResult, RememberResult]:
+        """Store a memory in the project's ledger. It survives restarts and comes back through recall."""
+        result = await self._call(
+            self.ledger.remember, text, kind, tags, session, role, files, symbols, pinned, supersedes
+        )
+        if result.created:
+            return _answer(result, f"remembered as {result.id}")
+        return _answer(result, f"already remembered as {result.id} (same text, same session)")
+
+    async def recall(
+        self,
+        query: Annotated[str, Field(description="Question or keywords; exact identifiers work too.")],
+        k: Annotated[int, Field(ge=1, le=100)] = 8,
+        kinds: list[KindArg] | None = None,
+        tags: list[str] | None = None,
+        session: str | None = None,
+        since: Annotated[str | None, Field(description="ISO date, or an age like 2d, 12h, 1w.")] = None,
+        include_superseded: bool = False,
+        token_budget: Annotated[int | None, Field(ge=1, description="Fit the results in this many tokens.")] = None,
+    ) -> Annotated[CallToolResult, RecallResult]:
+        """Search the project's memories (hybrid: meaning plus exact words). Best matches first."""
+        result = await self._call(
+            self.ledger.recall, query, k, list(kinds) if kinds else None, tags, session, since, include_superseded, token_budget
+        )
+        header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
+        body = render_results(result.results) if result.results else "No memory matched."
+        return _answer(result, f"{header}\n\n{body}")
+
+    async def pin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
+        """Pin a memory: it is shown at the start of every session."""
+        return _answer(await self._call(self.ledger.pin, id), f"pinned {id}")
+
+    async def unpin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
+        """Unpin a memory."""
+        return _answer(await self._call(self.ledger.unpin, id), f"unpinned {id}")
+
+    async def forget(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
+        """Erase a memory's text for good, leaving only a tombstone. Cannot be undone."""
+        return _answer(await self._call(self.ledger.forget, id), f"forgot {id}: its text is erased")
+
+    async def status(self) -> Annotated[CallToolResult, Status]:
+        """Ledger health: counts, paths, index lag, embedding model state, version."""
+        result = await self._call(self.ledger.status)
+        return _answer(result, result.model_dump_json(indent=1))
+
+    async def project_context(self) -> str:
+        return await self._call(self.ledger.project_context_text)
+
+    async def pinned_memories(self) -> str:
+        return await self._call(self.ledger.pinned_text)
+
+    async def session_start(self) -> str:
+        """Project context and pinned memories: what to know before working on this project."""
+        return (await self._call(self.ledger.session_start)).text
+
+
+def create_server(settings: Settings, cwd: Path) -> MCPServer:
+    """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan."""
+    ledger = open_ledger(settings, cwd)
+    tools = LedgerTools(ledger)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[LedgerService]:
+        ledger.sync.start()
+        try:
+            yield ledger
+        finally:
+            await anyio.to_thread.run_sync(ledger.close)
+
+    app = MCPServer(
+        "project-ledger",
+        instructions=ledger.session_start().text,
+        version=version(),
+        lifespan=lifespan,
+    )
+    app.add_tool(tools.remember, annotations=ToolAnnotations(destructive_hint=False))
+    app.add_tool(tools.recall, annotations=ToolAnnotations(read_only_hint=True))
+    app.add_tool(tools.pin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+    app.add_tool(tools.unpin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+    app.add_tool(tools.forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    app.add_tool(tools.status, annotations=ToolAnnotations(read_only_hint=True))
+    app.resource(
+        "ledger://project-context", name="project-context", description="project_context.md as it is now", mime_type="text/markdown"
+    )(tools.project_context)
+    app.resource("ledger://pinned", name="pinned", description="Pinned memories", mime_type="text/markdown")(tools.pinned_memories)
+    app.prompt("session_start")(tools.session_start)
+    return app

