@@ -21,7 +21,7 @@ from .memory_index import (
     DENSE,
     PAYLOAD_INDEXES,
     SPARSE,
-    FusionParams,
+    Candidates,
     Hit,
     IndexDoc,
     IndexState,
@@ -149,26 +149,22 @@ class EdgeIndex:
         must_not = [] if where.include_superseded else [q.FieldCondition("superseded", match=q.MatchValue(1))]
         return q.Filter(must=must or None, must_not=must_not or None)
 
-    def search(
-        self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int, fusion: FusionParams
-    ) -> list[Hit]:
+    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
         q = self._q
         flt = self._filter(where)
-        by_terms = q.Query.Nearest(q.SparseVector(sparse.indices, sparse.values), using=SPARSE)
-        if dense is None:
-            request = q.QueryRequest(limit=limit, query=by_terms, filter=flt, with_payload=False)
-        else:
-            request = q.QueryRequest(
+        requests = [
+            q.QueryRequest(
                 limit=limit,
-                prefetches=[
-                    q.Prefetch(limit=fusion.candidates, query=q.Query.Nearest(dense, using=DENSE), filter=flt),
-                    q.Prefetch(limit=fusion.candidates, query=by_terms, filter=flt),
-                ],
-                query=q.Fusion.Rrf(k=fusion.k, weights=[fusion.dense_weight, fusion.sparse_weight]),
+                query=q.Query.Nearest(q.SparseVector(sparse.indices, sparse.values), using=SPARSE),
                 filter=flt,
                 with_payload=False,
             )
-        return [Hit(int(point.id), float(point.score)) for point in self._shard.query(request)]
+        ]
+        if dense is not None:
+            requests.append(q.QueryRequest(limit=limit, query=q.Query.Nearest(dense, using=DENSE), filter=flt, with_payload=False))
+        answers = self._shard.query_batch(q.QueryBatchRequest(requests))
+        by_terms, *by_meaning = ([Hit(int(p.id), float(p.score)) for p in answer] for answer in answers)
+        return Candidates(dense=by_meaning[0] if by_meaning else [], sparse=by_terms)
 
     def count(self) -> int:
         return int(self._shard.count(self._q.CountRequest(exact=True)))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .file_lock import FileLock
-from .memory_index import DENSE, PAYLOAD_INDEXES, SPARSE, FusionParams, Hit, IndexDoc, IndexState, SearchFilter, SparseVec
+from .memory_index import DENSE, PAYLOAD_INDEXES, SPARSE, Candidates, Hit, IndexDoc, IndexState, SearchFilter, SparseVec
 
 
 class QdrantIndex:
@@ -109,29 +109,16 @@ class QdrantIndex:
         must_not = [] if where.include_superseded else [m.FieldCondition(key="superseded", match=m.MatchValue(value=1))]
         return m.Filter(must=must or None, must_not=must_not or None)
 
-    def search(
-        self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int, fusion: FusionParams
-    ) -> list[Hit]:
+    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
         m = self._models
         flt = self._filter(where)
         terms = m.SparseVector(indices=sparse.indices, values=sparse.values)
-        if dense is None:
-            response = self._client.query_points(
-                self._collection, query=terms, using=SPARSE, query_filter=flt, limit=limit, with_payload=False
-            )
-        else:
-            response = self._client.query_points(
-                self._collection,
-                prefetch=[
-                    m.Prefetch(query=dense, using=DENSE, filter=flt, limit=fusion.candidates),
-                    m.Prefetch(query=terms, using=SPARSE, filter=flt, limit=fusion.candidates),
-                ],
-                query=m.RrfQuery(rrf=m.Rrf(k=fusion.k, weights=[fusion.dense_weight, fusion.sparse_weight])),
-                query_filter=flt,
-                limit=limit,
-                with_payload=False,
-            )
-        return [Hit(int(point.id), float(point.score)) for point in response.points]
+        requests = [m.QueryRequest(query=terms, using=SPARSE, filter=flt, limit=limit, with_payload=False)]
+        if dense is not None:
+            requests.append(m.QueryRequest(query=dense, using=DENSE, filter=flt, limit=limit, with_payload=False))
+        answers = self._client.query_batch_points(self._collection, requests=requests)
+        by_terms, *by_meaning = ([Hit(int(p.id), float(p.score)) for p in answer.points] for answer in answers)
+        return Candidates(dense=by_meaning[0] if by_meaning else [], sparse=by_terms)
 
     def count(self) -> int:
         return int(self._client.count(self._collection, exact=True).count)

@@ -35,12 +35,21 @@ Examples:
 """
 
 
-def _settings(ctx: click.Context) -> Settings:
-    overrides = {key: value for key, value in ctx.obj.items() if value is not None}
-    try:
-        return Settings(**overrides)
-    except ValidationError as exc:
-        raise click.ClickException(f"invalid configuration: {exc.errors()[0]['msg']}") from None
+def project_options(fn: F) -> F:
+    """`--root` and `--data-dir` on every command; the command receives the built `settings` instead."""
+
+    @click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Project root (default: git top-level).")
+    @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, root: Path | None, data_dir: Path | None, **kwargs: Any) -> Any:
+        overrides = {key: value for key, value in {"root": root, "data_dir": data_dir}.items() if value is not None}
+        try:
+            settings = Settings(**overrides)
+        except ValidationError as exc:
+            raise click.ClickException(f"invalid configuration: {exc.errors()[0]['msg']}") from None
+        return fn(*args, settings=settings, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def ledger_errors(fn: F) -> F:
@@ -57,11 +66,11 @@ def ledger_errors(fn: F) -> F:
 
 
 @contextmanager
-def opened(ctx: click.Context, index: bool) -> Iterator[LedgerService]:
+def opened(settings: Settings, index: bool) -> Iterator[LedgerService]:
     """The service over this project's data; with `index`, the index opened, caught up and fully embedded."""
     from .factory import open_ledger
 
-    ledger = open_ledger(_settings(ctx), Path.cwd())
+    ledger = open_ledger(settings, Path.cwd())
     try:
         if index:
             ledger.sync.open_now()
@@ -76,23 +85,19 @@ def opened(ctx: click.Context, index: bool) -> Iterator[LedgerService]:
 
 
 @click.group(epilog=EXAMPLES)
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Project root (default: git top-level).")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 @click.version_option(package_name="project-ledger")
-@click.pass_context
-def main(ctx: click.Context, root: Path | None, data_dir: Path | None, verbose: int) -> None:
+def main(verbose: int) -> None:
     """A persistent, per-project memory for coding agents, served over MCP."""
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    ctx.obj = {"root": root, "data_dir": data_dir}
 
 
 @main.command()
 @click.option("--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True)
-@click.pass_context
+@project_options
 @ledger_errors
-def serve(ctx: click.Context, transport: str) -> None:
+def serve(settings: Settings, transport: str) -> None:
     """Run the MCP server (stdio). Clients start this command themselves.
 
     \b
@@ -101,7 +106,7 @@ def serve(ctx: click.Context, transport: str) -> None:
     """
     from .mcp_app import create_server
 
-    create_server(_settings(ctx), Path.cwd()).run(transport)
+    create_server(settings, Path.cwd()).run(transport)
 
 
 @main.command()
@@ -112,10 +117,10 @@ def serve(ctx: click.Context, transport: str) -> None:
 @click.option("--pin", "pinned", is_flag=True, help="Pin it: shown at every session start.")
 @click.option("--supersedes", help="Id of the memory this one replaces.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.pass_context
+@project_options
 @ledger_errors
 def remember(
-    ctx: click.Context, text: str, kind: str, tags: tuple[str, ...], session: str | None, pinned: bool, supersedes: str | None, as_json: bool
+    settings: Settings, text: str, kind: str, tags: tuple[str, ...], session: str | None, pinned: bool, supersedes: str | None, as_json: bool
 ) -> None:
     """Store TEXT as a memory. A running server indexes it within a second.
 
@@ -123,7 +128,7 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    with opened(ctx, index=False) as ledger:
+    with opened(settings, index=False) as ledger:
         result = ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
@@ -138,16 +143,16 @@ def remember(
 @click.option("--tag", "tags", multiple=True, help="Only memories with one of these tags.")
 @click.option("--since", help="ISO date or an age like 2d, 12h, 1w.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.pass_context
+@project_options
 @ledger_errors
-def recall(ctx: click.Context, query: str, k: int, kinds: tuple[str, ...], tags: tuple[str, ...], since: str | None, as_json: bool) -> None:
+def recall(settings: Settings, query: str, k: int, kinds: tuple[str, ...], tags: tuple[str, ...], since: str | None, as_json: bool) -> None:
     """Search memories for QUERY, best first.
 
     \b
     Example:
       project-ledger recall "how do retries back off?" -k 3
     """
-    with opened(ctx, index=True) as ledger:
+    with opened(settings, index=True) as ledger:
         result = ledger.recall(query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
@@ -159,16 +164,16 @@ def recall(ctx: click.Context, query: str, k: int, kinds: tuple[str, ...], tags:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-@click.pass_context
+@project_options
 @ledger_errors
-def status(ctx: click.Context, as_json: bool) -> None:
+def status(settings: Settings, as_json: bool) -> None:
     """Paths, counts, index lag and model state.
 
     \b
     Example:
       project-ledger status --json
     """
-    with opened(ctx, index=True) as ledger:
+    with opened(settings, index=True) as ledger:
         result = ledger.status()
     if as_json:
         click.echo(result.model_dump_json(indent=2))
@@ -188,16 +193,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @main.command()
-@click.pass_context
+@project_options
 @ledger_errors
-def reindex(ctx: click.Context) -> None:
+def reindex(settings: Settings) -> None:
     """Rebuild the search index from the journal (running servers rebuild theirs too).
 
     \b
     Example:
       project-ledger reindex
     """
-    with opened(ctx, index=True) as ledger:
+    with opened(settings, index=True) as ledger:
         started = time.perf_counter()
         points = ledger.reindex()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 
-from project_ledger.indexers.memory_index import FusionParams, SearchFilter
+from project_ledger.indexers.memory_index import FusionParams, SearchFilter, fuse
 
 from .config import ProjectPaths
 from .errors import InvalidArgument
@@ -227,7 +227,8 @@ class LedgerService:
             dense = embedder.embed_query(query).tolist()
         else:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
-        hits = index.search(dense, self.sync.encoder.query(query), where, k, self.fusion)
+        found = index.candidates(dense, self.sync.encoder.query(query), where, max(self.fusion.candidates, k))
+        hits = fuse(found, self.fusion, k)
         memories = self.journal.get_by_seqs([hit.seq for hit in hits])
         ranked = [(hit.seq, _hit(m, hit.score)) for hit in hits if (m := memories.get(hit.seq)) is not None]
         kept, left_out = self._fit([r for _, r in ranked], token_budget)

