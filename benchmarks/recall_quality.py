@@ -69,16 +69,16 @@ def main() -> None:
         while ledger.sync.embed_missing(128):
             pass
         ledger.sync.catch_up()
-        index = ledger.sync.index()
         seq_to_key = {seq: key_of[m.id] for seq, m in ledger.journal.get_by_seqs(list(range(1, 10_000))).items()}
 
         queries = corpus["queries"]
         dense = [ledger.sync.embedder.embed_query(q["query"]).tolist() for q in queries]
-        sparse = [ledger.sync.encoder.query(q["query"]) for q in queries]
         relevant = [set(q["relevant"]) for q in queries]
         everything = SearchFilter(include_superseded=True)
 
-        found = {c: [index.candidates(dense[i], sparse[i], everything, c) for i in range(len(queries))] for c in (20, 50, 100)}
+        found = {
+            c: [ledger.sync.candidates(q["query"], dense[i], everything, c) for i, q in enumerate(queries)] for c in (20, 50, 100)
+        }
 
         def run(fusion: FusionParams, subset: list[int], only: str | None = None) -> Scores:
             rankings = []

@@ -21,9 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
     from fastembed import TextEmbedding
 
 log = logging.getLogger(__name__)
@@ -93,19 +92,25 @@ def prepare_offline_model(target_parent: Path) -> Path:
     return target
 
 
+ModelState = Literal["not-loaded", "loading", "ready", "failed"]
+
+
 class Embedder(Protocol):
-    """What the ledger needs from an embedding model."""
+    """What the ledger needs from an embedding model: loaded lazily, and saying why when it cannot be."""
 
     name: str
     identity: str  # changes whenever stored vectors stop being comparable
-    dim: int
+    state: ModelState
+    detail: str | None
+
+    @property
+    def dim(self) -> int: ...
+
+    def load(self) -> bool: ...
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
-
-
-ModelState = Literal["not-loaded", "loading", "ready", "failed"]
 
 
 class FastEmbedEmbedder:
@@ -199,8 +204,12 @@ def _dim_of(name: str) -> int:
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
+    import numpy as np  # kept off the import path of `serve`: the handshake does not need it
+
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def from_bytes(blob: bytes) -> list[float]:
+    import numpy as np
+
     return np.frombuffer(blob, dtype=np.float32).tolist()

@@ -14,8 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from project_ledger.indexers.embedding import FastEmbedEmbedder, from_bytes, to_bytes
-from project_ledger.indexers.memory_index import IndexDoc, MemoryIndex, SparseEncoder
+from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
+from project_ledger.indexers.memory_index import Candidates, IndexDoc, MemoryIndex, SearchFilter, SparseEncoder
 
 from .errors import IndexUnavailable
 from .journal import Change, Journal
@@ -27,7 +27,7 @@ POLL_SECONDS = 1.0
 
 
 class IndexSync:
-    def __init__(self, journal: Journal, open_index: Callable[[], MemoryIndex], embedder: FastEmbedEmbedder) -> None:
+    def __init__(self, journal: Journal, open_index: Callable[[], MemoryIndex], embedder: Embedder) -> None:
         self._journal = journal
         self._open_index = open_index
         self.embedder = embedder
@@ -115,11 +115,13 @@ class IndexSync:
             )
         return self._index
 
-    @property
-    def encoder(self) -> SparseEncoder:
-        self.index()
-        assert self._encoder is not None
-        return self._encoder
+    def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
+        """Catch up with the journal, then search; no catch-up can interleave with the search."""
+        index = self.index()
+        with self._lock:
+            self._catch_up_locked()
+            assert self._encoder is not None
+            return index.candidates(dense, self._encoder.query(query), where, limit)
 
     def catch_up(self) -> None:
         with self._lock:

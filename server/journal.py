@@ -235,14 +235,16 @@ class Journal:
                 "SELECT id FROM memories WHERE content_hash = ? AND session IS ? AND deleted_at IS NULL LIMIT 1",
                 (digest, session),
             ).fetchone()
+            if supersedes is not None:
+                self._require_live(db, supersedes)
             if twin is not None:
                 db.execute(
                     "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
                     (now, twin["id"]),
                 )
+                if supersedes is not None and supersedes != twin["id"]:
+                    self._supersede(db, supersedes, twin["id"], now)
                 return twin["id"], False
-            if supersedes is not None:
-                self._require_live(db, supersedes)
             memory_id = new_memory_id()
             while db.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone():
                 memory_id = new_memory_id()
@@ -266,11 +268,13 @@ class Journal:
                 ),
             )
             if supersedes is not None:
-                db.execute(
-                    "UPDATE memories SET superseded_by = ?, updated_at = ?, rev = ? WHERE id = ?",
-                    (memory_id, now, self._next_rev(db), supersedes),
-                )
+                self._supersede(db, supersedes, memory_id, now)
             return memory_id, True
+
+    def _supersede(self, db: sqlite3.Connection, old: str, new: str, now: str) -> None:
+        db.execute(
+            "UPDATE memories SET superseded_by = ?, updated_at = ?, rev = ? WHERE id = ?", (new, now, self._next_rev(db), old)
+        )
 
     @staticmethod
     def _require_live(db: sqlite3.Connection, memory_id: str) -> sqlite3.Row:
@@ -280,12 +284,6 @@ class Journal:
         if row["deleted_at"] is not None:
             raise MemoryForgotten(memory_id)
         return row
-
-    def get(self, memory_id: str) -> Memory:
-        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
-        if not rows:
-            raise MemoryNotFound(memory_id)
-        return _row_to_memory(rows[0])
 
     def get_by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
         """Live memories for index point ids; forgotten ones are left out."""

@@ -30,7 +30,7 @@ from .models import (
     SessionStart,
     Status,
 )
-from .session_start import ProjectContextFile, build_session_start, missing_context_text, render_pinned
+from .session_start import PackCache, ProjectContextFile, build_session_start, missing_context_text, render_pinned
 from .tokens import TokenCounter
 
 MAX_K = 100
@@ -95,6 +95,7 @@ class LedgerService:
         self.fusion = fusion or FusionParams()
         self.tokens = TokenCounter()
         self.project_context = ProjectContextFile(paths.project_context)
+        self.pack_cache = PackCache(paths.data_dir / "session_start.json")
 
     def close(self) -> None:
         self.sync.stop()
@@ -188,9 +189,6 @@ class LedgerService:
         self.sync.catch_up()
         return Ack(id=memory_id, ok=True)
 
-    def get(self, memory_id: str) -> Memory:
-        return self.journal.get(memory_id)
-
     # -- recall ----------------------------------------------------------------
 
     def recall(
@@ -216,8 +214,7 @@ class LedgerService:
             since=parse_since(since) if since else None,
             include_superseded=include_superseded,
         )
-        index = self.sync.index()
-        self.sync.catch_up()
+        self.sync.index()  # fails fast, with the reason, if the index could not open
         embedder = self.sync.embedder
         notes: list[str] = []
         dense: list[float] | None = None
@@ -227,7 +224,7 @@ class LedgerService:
             dense = embedder.embed_query(query).tolist()
         else:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
-        found = index.candidates(dense, self.sync.encoder.query(query), where, max(self.fusion.candidates, k))
+        found = self.sync.candidates(query, dense, where, max(self.fusion.candidates, k))
         hits = fuse(found, self.fusion, k)
         memories = self.journal.get_by_seqs([hit.seq for hit in hits])
         ranked = [(hit.seq, _hit(m, hit.score)) for hit in hits if (m := memories.get(hit.seq)) is not None]
@@ -268,6 +265,7 @@ class LedgerService:
             self.journal.pinned(),
             self.limits.instructions_tokens,
             self.tokens,
+            self.pack_cache,
         )
 
     def project_context_text(self) -> str:

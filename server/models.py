@@ -3,16 +3,27 @@ them as output schemas and the CLI can print them as JSON."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["note", "decision", "definition", "todo", "error", "turn", "summary"]
 KINDS: tuple[str, ...] = ("note", "decision", "definition", "todo", "error", "turn", "summary")
 RecallMode = Literal["hybrid", "bm25-only"]
 
 
-class Memory(BaseModel):
+def _drop_titles(schema: dict[str, Any]) -> None:
+    """Pydantic titles repeat the field names; in `tools/list` they are tokens every session pays for."""
+    schema.pop("title", None)
+    for field_schema in schema.get("properties", {}).values():
+        field_schema.pop("title", None)
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_drop_titles)
+
+
+class Memory(Record):
     """A memory as the journal holds it."""
 
     id: str
@@ -32,13 +43,13 @@ class Memory(BaseModel):
     last_accessed_at: str | None = None
 
 
-class RememberResult(BaseModel):
+class RememberResult(Record):
     id: str
     created: bool = Field(description="False when the same text already exists in the same session.")
     duplicate_of: str | None = None
 
 
-class RecallHit(BaseModel):
+class RecallHit(Record):
     id: str
     text: str
     kind: str
@@ -51,50 +62,49 @@ class RecallHit(BaseModel):
     score: float
 
 
-class RecallResult(BaseModel):
+class RecallResult(Record):
     results: list[RecallHit]
     tokens: int = Field(description="tiktoken (cl100k) count of the results' rendered text.")
     mode: RecallMode
     note: str | None = Field(default=None, description="Why the mode is degraded or results were cut, if they were.")
 
 
-class Ack(BaseModel):
+class Ack(Record):
     id: str
     ok: bool
 
 
-class EmbeddingStatus(BaseModel):
+class EmbeddingStatus(Record):
     model: str
     state: Literal["not-loaded", "loading", "ready", "failed"]
     detail: str | None = None
 
 
-class IndexStatus(BaseModel):
+class IndexStatus(Record):
     backend: str
     location: str
     state: Literal["opening", "ready", "failed"]
     indexed_rev: int
     journal_rev: int
     lag: int = Field(description="Journal changes not yet applied to the index.")
-    missing_embeddings: int = Field(description="Live memories with no dense vector yet (still found by BM25).")
-    events: list[str] = Field(default_factory=list, description="What happened to the index since start (rebuilds, repairs).")
+    missing_embeddings: int = Field(description="Memories without a dense vector yet (BM25 still finds them).")
+    events: list[str] = Field(default_factory=list, description="Rebuilds and repairs since start.")
 
 
-class Status(BaseModel):
+class Status(Record):
     version: str
     root: str
     data_dir: str
     journal: str
-    counts: dict[str, int] = Field(description="Live memories by kind.")
+    counts: dict[str, int] = Field(description="Live memories by kind (superseded ones not counted).")
     pinned: int
     superseded: int
     forgotten: int
-    project_context: str | None = Field(description="Path of project_context.md, or None when it is missing.")
+    project_context: str | None = Field(description="Path of project_context.md; null when missing.")
     index: IndexStatus
     embedding: EmbeddingStatus
 
 
-class SessionStart(BaseModel):
+class SessionStart(Record):
     text: str
-    tokens: int
-    truncated: bool
+    truncated: bool = Field(description="True when project_context.md or pins were cut to fit the cap.")

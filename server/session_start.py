@@ -6,6 +6,9 @@ the `ledger://project-context` and `ledger://pinned` resources.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +82,35 @@ def _render(sections: list[_Section]) -> str:
 NOTE_RESERVE = 80  # tokens kept free for the line that says what was cut
 
 
+class PackCache:
+    """The last pack built, keyed by a hash of its full text and the cap.
+
+    Counting tokens needs tiktoken's encoding, which takes about half a second
+    to load; the pack is built before the MCP handshake is answered, and it is
+    the same from one start to the next until the file or the pins change.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def get(self, key: str) -> SessionStart | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return SessionStart.model_validate(data["pack"]) if data.get("key") == key else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, pack: SessionStart) -> None:
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps({"key": key, "pack": pack.model_dump()}), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:  # a cache that cannot be written only costs time
+            pass
+
+
 def build_session_start(
-    context: str | None, context_path: Path, pinned: list[Memory], cap: int, tokens: TokenCounter
+    context: str | None, context_path: Path, pinned: list[Memory], cap: int, tokens: TokenCounter, cache: PackCache
 ) -> SessionStart:
     """Project context first, then pins, cut to fit `cap` tokens at line / memory boundaries, saying what was cut."""
     sections = [
@@ -93,8 +123,17 @@ def build_session_start(
     if pinned:
         sections.append(_Section("# Pinned memories", [_pin_line(m) for m in pinned], "pinned memories (read resource ledger://pinned)"))
     full = _render(sections)
+    key = hashlib.sha256(f"{cap}\n{full}".encode("utf-8", "surrogatepass")).hexdigest()
+    if (cached := cache.get(key)) is not None:
+        return cached
+    pack = _fit(sections, full, cap, tokens)
+    cache.put(key, pack)
+    return pack
+
+
+def _fit(sections: list[_Section], full: str, cap: int, tokens: TokenCounter) -> SessionStart:
     if tokens.fits(full, cap):
-        return SessionStart(text=full, tokens=tokens.count(full), truncated=False)
+        return SessionStart(text=full, truncated=False)
 
     kept: list[_Section] = []
     cuts: list[str] = []
@@ -111,4 +150,4 @@ def build_session_start(
         if low < len(section.units):
             cuts.append(f"{len(section.units) - low} {section.what}")
     text = _render(kept) + f"\n\n[Cut to fit {cap} tokens: {'; '.join(cuts)}.]"
-    return SessionStart(text=text, tokens=tokens.count(text), truncated=True)
+    return SessionStart(text=text, truncated=True)
