@@ -33,34 +33,38 @@ MAX_SLOTS = 32
 
 
 class EdgeIndex:
+    """One shard in one folder (`slot`): `shard/` plus `state.json`."""
+
     backend = "qdrant-edge"
 
-    def __init__(self, index_dir: Path, dim: int, embedder_identity: str) -> None:
+    def __init__(self, slot: Path, dim: int, embedder_identity: str, lock: FileLock | None = None) -> None:
         import qdrant_edge
 
         self._q = qdrant_edge
         self._dim = dim
+        self._lock = lock
         self.events: list[str] = []
-        index_dir.mkdir(parents=True, exist_ok=True)
-        self._lock, slot = self._take_slot(index_dir)
         self.location = str(slot)
+        self._slot = slot
         self._shard_dir = slot / "shard"
         self._state = IndexState(slot / "state.json", embedder_identity)
         self._shard: Any = None
-        try:
-            self._open()
-        except BaseException:
-            self._lock.release()
-            raise
+        slot.mkdir(parents=True, exist_ok=True)
+        self._open()
 
-    @staticmethod
-    def _take_slot(index_dir: Path) -> tuple[FileLock, Path]:
+    @classmethod
+    def open_slot(cls, index_dir: Path, dim: int, embedder_identity: str) -> EdgeIndex:
+        """The first slot no other process holds, locked for this process's lifetime."""
+        index_dir.mkdir(parents=True, exist_ok=True)
         for n in range(MAX_SLOTS):
             lock = FileLock.try_acquire(index_dir / f"edge-{n}.lock")
-            if lock is not None:
-                slot = index_dir / f"edge-{n}"
-                slot.mkdir(exist_ok=True)
-                return lock, slot
+            if lock is None:
+                continue
+            try:
+                return cls(index_dir / f"edge-{n}", dim, embedder_identity, lock)
+            except BaseException:
+                lock.release()
+                raise
         raise RuntimeError(f"all {MAX_SLOTS} index slots in {index_dir} are in use by other processes")
 
     def _open(self) -> None:
@@ -146,8 +150,9 @@ class EdgeIndex:
             must.append(q.FieldCondition("session", match=q.MatchValue(where.session)))
         if where.since is not None:
             must.append(q.FieldCondition("created", range=q.RangeFloat(gte=where.since)))
-        must_not = [] if where.include_superseded else [q.FieldCondition("superseded", match=q.MatchValue(1))]
-        return q.Filter(must=must or None, must_not=must_not or None)
+        if not where.include_superseded:
+            must.append(q.FieldCondition("superseded", match=q.MatchValue(0)))
+        return q.Filter(must=must) if must else None
 
     def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
         q = self._q
@@ -172,9 +177,54 @@ class EdgeIndex:
     def reset(self, epoch: int) -> None:
         self._create(epoch)
 
+    def compaction_target(self) -> Path:
+        return self._slot / "compacted"
+
+    def has_graphs(self) -> bool:
+        info = self._shard.info()
+        return info.indexed_vectors_count >= 0.8 * info.points_count
+
+    def optimize(self) -> None:
+        """Build the HNSW graphs and drop deleted points' data. Holds the GIL for minutes at 100k: run it in a child process."""
+        self._shard.optimize()
+        self._shard.flush()
+
+    def replace_with(self, built: Path, drop_idle_copies: bool) -> None:
+        """Swap in a shard built and optimized elsewhere (see `project_ledger.compaction`), deleting the old one.
+
+        With `drop_idle_copies`, slots no process holds are deleted too: after a
+        forget they may still hold the erased memory's vectors. The next process
+        to start rebuilds its slot from the journal.
+        """
+        self._shard.close()
+        self._shard = None
+        retired = self._slot / "retired"
+        shutil.rmtree(retired, ignore_errors=True)
+        self._shard_dir.rename(retired)
+        (built / "shard").rename(self._shard_dir)
+        (built / "state.json").replace(self._state.path)
+        shutil.rmtree(built, ignore_errors=True)
+        shutil.rmtree(retired, ignore_errors=True)
+        self._open()
+        if drop_idle_copies:
+            self._drop_idle_slots()
+
+    def _drop_idle_slots(self) -> None:
+        for lock_path in self._slot.parent.glob("edge-*.lock"):
+            slot = lock_path.with_suffix("")
+            if slot == self._slot:
+                continue
+            lock = FileLock.try_acquire(lock_path)
+            if lock is not None:
+                try:
+                    shutil.rmtree(slot, ignore_errors=True)
+                finally:
+                    lock.release()
+
     def close(self) -> None:
         try:
             self._shard.flush()
             self._shard.close()
         finally:
-            self._lock.release()
+            if self._lock is not None:
+                self._lock.release()

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 STATE_FORMAT = 1
 DENSE = "dense"
@@ -227,3 +227,22 @@ class MemoryIndex(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Compactable(Protocol):
+    """An index that can be rebuilt and optimized out of process, then swapped in (the embedded shard).
+
+    Compaction builds search graphs, which a long-lived process cannot afford to
+    do in-process, and is how deleted memories' vectors leave the disk.
+    """
+
+    def compaction_target(self) -> Path:
+        """Where a child process should build the replacement."""
+        ...
+
+    def has_graphs(self) -> bool:
+        """Whether most dense vectors are in a search graph (else every query scans them all)."""
+        ...
+
+    def replace_with(self, built: Path, drop_idle_copies: bool) -> None: ...

@@ -106,8 +106,9 @@ class QdrantIndex:
             must.append(m.FieldCondition(key="session", match=m.MatchValue(value=where.session)))
         if where.since is not None:
             must.append(m.FieldCondition(key="created", range=m.Range(gte=where.since)))
-        must_not = [] if where.include_superseded else [m.FieldCondition(key="superseded", match=m.MatchValue(value=1))]
-        return m.Filter(must=must or None, must_not=must_not or None)
+        if not where.include_superseded:
+            must.append(m.FieldCondition(key="superseded", match=m.MatchValue(value=0)))
+        return m.Filter(must=must) if must else None
 
     def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
         m = self._models

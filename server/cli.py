@@ -186,6 +186,8 @@ def status(settings: Settings, as_json: bool) -> None:
     click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
     index = result.index
     click.echo(f"index:     {index.backend} at {index.location}, {index.state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
+    if index.compaction:
+        click.echo(f"           compaction {index.compaction}")
     for event in index.events:
         click.echo(f"           {event}")
     detail = f" ({result.embedding.detail})" if result.embedding.detail else ""

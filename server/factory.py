@@ -43,7 +43,7 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
             )
         from project_ledger.indexers.edge_index import EdgeIndex
 
-        return EdgeIndex(paths.index_dir, embedder.dim, embedder.identity)
+        return EdgeIndex.open_slot(paths.index_dir, embedder.dim, embedder.identity)
 
     sync = IndexSync(journal, open_index, embedder)
     return LedgerService(paths, journal, sync, Limits(settings.max_text_bytes, settings.instructions_tokens))

@@ -1,21 +1,37 @@
 """Keeps a search index caught up with the journal, and the journal's vectors caught up with the model.
 
-Nothing here runs on a request's critical path except `catch_up()`, which is
-cheap when the index is current (one indexed read of the revision counter).
-The worker thread opens the index, loads the model, embeds memories that have
-no vector yet and applies changes made by other processes. It polls the
-journal once a second because another process's writes raise no event here.
+Nothing here runs on a request's critical path except the catch-up before each
+search, which is one indexed read when the index is current. A worker thread
+opens the index, loads the model, embeds memories that have no vector yet,
+applies changes made by other processes (it polls the journal once a second,
+since their writes raise no event here) and starts compactions.
+
+Compaction (embedded index only) rebuilds the shard from the journal in a child
+process, builds its search graphs there and swaps it in. It runs when a large
+index has no graphs yet, and after memories were forgotten, so that their
+vectors leave the disk and not only the search results.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
-from project_ledger.indexers.memory_index import Candidates, IndexDoc, MemoryIndex, SearchFilter, SparseEncoder
+from project_ledger.indexers.memory_index import (
+    Candidates,
+    Compactable,
+    IndexDoc,
+    MemoryIndex,
+    SearchFilter,
+    SparseEncoder,
+)
 
 from .errors import IndexUnavailable
 from .journal import Change, Journal
@@ -24,6 +40,55 @@ log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
 POLL_SECONDS = 1.0
+CATCH_UP_BATCH = 1024
+PERSIST_EVERY = 16  # batches between watermark saves; each save flushes the index to disk
+GRAPH_MIN_POINTS = 20_000  # below this a full scan answers in a few milliseconds
+FORGET_SETTLE_SECONDS = 5.0  # compact once a burst of forgets is over
+RETRY_FAILED_COMPACTION_SECONDS = 600.0
+
+
+def _doc(change: Change, encoder: SparseEncoder) -> IndexDoc:
+    return IndexDoc(
+        seq=change.seq,
+        sparse=encoder.document(change.text),
+        vector=from_bytes(change.vector) if change.vector is not None else None,
+        kind=change.kind,
+        tags=change.tags,
+        session=change.session,
+        pinned=change.pinned,
+        superseded=change.superseded,
+        created=change.created,
+    )
+
+
+def apply_changes(journal: Journal, index: MemoryIndex, encoder: SparseEncoder, model: str) -> int:
+    """Bring `index` up to the journal's latest revision.
+
+    Returns how many deletions may have hit points the index held: none when it
+    was built from empty, since forgotten memories were then never in it.
+    """
+    cursor = start = index.watermark()
+    deleted = batches = 0
+    while changes := journal.changes_since(cursor, model, CATCH_UP_BATCH):
+        gone = [c.seq for c in changes if not c.live]
+        index.delete(gone)
+        index.upsert([_doc(c, encoder) for c in changes if c.live])
+        if start > 0:
+            deleted += len(gone)
+        cursor = changes[-1].rev
+        batches += 1
+        if batches % PERSIST_EVERY == 0:  # a long rebuild keeps its progress across a crash
+            index.set_watermark(cursor)
+    if cursor != index.watermark():
+        index.set_watermark(cursor)
+    return deleted
+
+
+@dataclass
+class _Compaction:
+    process: subprocess.Popen[bytes]
+    erasing: bool  # started because memories were forgotten
+    started: float
 
 
 class IndexSync:
@@ -40,13 +105,16 @@ class IndexSync:
         self._stop = threading.Event()
         self._model_settled = threading.Event()
         self._thread: threading.Thread | None = None
+        self._compaction: _Compaction | None = None
+        self._last_forget: float | None = None  # monotonic time of the last deletion not yet compacted away
+        self._compaction_failed_at: float | None = None
         self.events: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------
 
-    def start(self, load_model: bool = True) -> None:
+    def start(self) -> None:
         """Open the index and start the worker in the background; returns at once."""
-        self._thread = threading.Thread(target=self._run, args=(load_model,), name="ledger-index", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="ledger-index", daemon=True)
         self._thread.start()
 
     def open_now(self) -> None:
@@ -59,6 +127,10 @@ class IndexSync:
         if self._thread is not None:
             self._thread.join(timeout=30)
         with self._lock:
+            if self._compaction is not None:
+                self._compaction.process.kill()
+                self._compaction.process.wait()
+                self._compaction = None
             if self._index is not None:
                 self._index.close()
                 self._index = None
@@ -85,24 +157,24 @@ class IndexSync:
         finally:
             self._opened.set()
 
-    def _run(self, load_model: bool) -> None:
+    def _run(self) -> None:
         self._open()
         if self._index is None:
             return
-        if load_model:
-            self.embedder.load()
+        self.embedder.load()
         self._model_settled.set()
         while not self._stop.is_set():
             try:
                 while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):
                     self.catch_up()
                 self.catch_up()
+                self._tend_compaction()
             except Exception:
                 log.exception("background indexing failed; retrying")
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
 
-    # -- work --------------------------------------------------------------------
+    # -- searching and catching up -----------------------------------------------
 
     def index(self, timeout: float = 60.0) -> MemoryIndex:
         """The open index, waiting for the start-up open if it is still running."""
@@ -131,36 +203,14 @@ class IndexSync:
         index = self._index
         if index is None:
             raise IndexUnavailable(f"the search index is not open ({self._open_error or 'still opening'})")
+        assert self._encoder is not None
         with index.sync_lock():
             epoch = self._journal.reindex_epoch()
             if index.epoch() != epoch:
                 index.reset(epoch)
                 self.events.append("index rebuilt on request (project-ledger reindex)")
-            start = index.watermark()
-            while True:
-                changes = self._journal.changes_since(index.watermark(), self.embedder.identity)
-                if not changes:
-                    break
-                live = [c for c in changes if c.live]
-                index.delete([c.seq for c in changes if not c.live])
-                index.upsert([self._doc(c) for c in live])
-                index.set_watermark(changes[-1].rev)
-            if index.watermark() != start:
-                log.debug("index caught up from rev %d to %d", start, index.watermark())
-
-    def _doc(self, change: Change) -> IndexDoc:
-        assert self._encoder is not None
-        return IndexDoc(
-            seq=change.seq,
-            sparse=self._encoder.document(change.text),
-            vector=from_bytes(change.vector) if change.vector is not None else None,
-            kind=change.kind,
-            tags=change.tags,
-            session=change.session,
-            pinned=change.pinned,
-            superseded=change.superseded,
-            created=change.created,
-        )
+            if apply_changes(self._journal, index, self._encoder, self.embedder.identity):
+                self._last_forget = time.monotonic()
 
     def _verify_locked(self) -> None:
         """A shard can load yet have lost points (truncated files): compare with the journal, rebuild if off."""
@@ -181,6 +231,8 @@ class IndexSync:
         self.catch_up()
         return self.index().count()
 
+    # -- vectors -------------------------------------------------------------------
+
     def embed_missing(self, limit: int) -> int:
         """Embed up to `limit` memories that have no vector for the current model. Returns how many."""
         if self.embedder.state != "ready":
@@ -196,10 +248,72 @@ class IndexSync:
         log.debug("embedded %d memories in %.2fs", len(pending), time.perf_counter() - started)
         return len(pending)
 
+    # -- compaction ------------------------------------------------------------------
+
+    def _tend_compaction(self) -> None:
+        """Start a compaction when one is due; swap in its result when it is done."""
+        index = self._index
+        if not isinstance(index, Compactable):
+            return
+        if self._compaction is not None:
+            if self._compaction.process.poll() is not None:
+                self._finish_compaction(index, self._compaction)
+            return
+        now = time.monotonic()
+        if self._compaction_failed_at is not None and now - self._compaction_failed_at < RETRY_FAILED_COMPACTION_SECONDS:
+            return
+        erasing = self._last_forget is not None and now - self._last_forget >= FORGET_SETTLE_SECONDS
+        if erasing or (index.count() >= GRAPH_MIN_POINTS and not index.has_graphs()):
+            self._start_compaction(index, erasing)
+
+    def _start_compaction(self, index: Compactable, erasing: bool) -> None:
+        target = index.compaction_target()
+        shutil.rmtree(target, ignore_errors=True)
+        command = [
+            sys.executable,
+            "-m",
+            "project_ledger.compaction",
+            str(self._journal.path),
+            str(target),
+            self.embedder.identity,
+            str(self.embedder.dim),
+        ]
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._compaction = _Compaction(process, erasing, time.monotonic())
+        log.info("compaction started (%s)", "erasing forgotten memories" if erasing else "building search graphs")
+
+    def _finish_compaction(self, index: Compactable, compaction: _Compaction) -> None:
+        self._compaction = None
+        _, stderr = compaction.process.communicate()
+        elapsed = time.monotonic() - compaction.started
+        if compaction.process.returncode != 0:
+            self._compaction_failed_at = time.monotonic()
+            reason = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            self.events.append(f"compaction failed after {elapsed:.0f}s ({reason[0]}); retrying in 10 minutes")
+            log.error(self.events[-1])
+            return
+        with self._lock:
+            index.replace_with(index.compaction_target(), drop_idle_copies=compaction.erasing)
+            if compaction.erasing and self._last_forget is not None and self._last_forget < compaction.started:
+                self._last_forget = None  # forgets after the start are in the new shard's catch-up, not its data
+            self._catch_up_locked()
+        what = "forgotten memories erased from disk" if compaction.erasing else "search graphs built"
+        self.events.append(f"index compacted in {elapsed:.0f}s: {what}")
+        log.info(self.events[-1])
+
+    # -- status ----------------------------------------------------------------------
+
     def state(self) -> str:
         if not self._opened.is_set():
             return "opening"
         return "ready" if self._index is not None else "failed"
+
+    def compaction_state(self) -> str | None:
+        compaction = self._compaction
+        if compaction is None:
+            return None
+        why = "erasing forgotten memories" if compaction.erasing else "building search graphs"
+        return f"running for {time.monotonic() - compaction.started:.0f}s ({why})"
 
     @property
     def open_error(self) -> str | None:

@@ -381,12 +381,12 @@ class Journal:
         """Memories that belong in the index: every one not forgotten, superseded ones included."""
         return self._read("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")[0][0]
 
-    def changes_since(self, rev: int, model: str | None, limit: int = 512) -> list[Change]:
+    def changes_since(self, rev: int, model: str, limit: int) -> list[Change]:
         rows = self._read(
             "SELECT m.seq, m.rev, m.deleted_at, m.text, m.kind, m.tags, m.session, m.pinned, m.superseded_by, "
             "m.created_at, e.vector FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq AND e.model = ? "
             "WHERE m.rev > ? ORDER BY m.rev LIMIT ?",
-            (model or "", rev, limit),
+            (model, rev, limit),
         )
         return [
             Change(

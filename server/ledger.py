@@ -303,6 +303,7 @@ class LedgerService:
                 lag=max(journal_rev - indexed_rev, 0),
                 missing_embeddings=self.journal.count_missing_embeddings(embedder.identity),
                 events=[*self.sync.events, *([f"open failed: {self.sync.open_error}"] if self.sync.open_error else [])],
+                compaction=self.sync.compaction_state(),
             ),
             embedding=EmbeddingStatus(model=embedder.identity, state=embedder.state, detail=embedder.detail),
         )

@@ -89,6 +89,7 @@ class IndexStatus(Record):
     lag: int = Field(description="Journal changes not yet applied to the index.")
     missing_embeddings: int = Field(description="Memories without a dense vector yet (BM25 still finds them).")
     events: list[str] = Field(default_factory=list, description="Rebuilds and repairs since start.")
+    compaction: str | None = Field(default=None, description="A background compaction in progress, if any.")
 
 
 class Status(Record):

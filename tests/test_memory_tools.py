@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import anyio
 import pytest
 
 from .conftest import Project, journal_bytes, serve
@@ -99,6 +104,32 @@ async def test_forget_erases_the_text_from_recall_and_from_the_journal_files(pro
         status = await ledger.call("status")
         assert status["forgotten"] == 1
     assert b"hunter2-zebra-7781" not in journal_bytes(project)
+
+
+def stored_vector(project: Project, memory_id: str) -> bytes:
+    with closing(sqlite3.connect(project.data_dir / "journal.sqlite3")) as db:
+        row = db.execute("SELECT e.vector FROM embeddings e JOIN memories m ON m.seq = e.seq WHERE m.id = ?", (memory_id,)).fetchone()
+    return row[0]
+
+
+def files_containing(folder: Path, needle: bytes) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file() and needle in path.read_bytes()]
+
+
+async def test_forget_also_erases_the_vector_from_the_index_files(project: Project) -> None:
+    async with serve(project) as ledger:
+        await ledger.remember("Deploy keys rotate every 90 days.")
+        gone = await ledger.remember("The legacy admin panel answers on port 9443 with a shared login.")
+        await ledger.settled()
+        fingerprint = stored_vector(project, gone)[256:320]  # 16 floats of its dense vector, as stored
+        assert files_containing(project.data_dir / "index", fingerprint), "precondition: the index holds the vector"
+
+        await ledger.call("forget", id=gone)
+        with anyio.fail_after(120):  # the server compacts its index once the forgets settle
+            while not any("erased from disk" in e for e in (await ledger.call("status"))["index"]["events"]):
+                await anyio.sleep(0.5)
+        assert files_containing(project.data_dir, fingerprint) == []
+        assert (await ledger.recall("deploy keys rotation"))[0]["text"] == "Deploy keys rotate every 90 days."
 
 
 async def test_superseded_memories_are_hidden_unless_asked_for(project: Project) -> None:

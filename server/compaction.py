@@ -1,0 +1,45 @@
+"""The compaction child: rebuild the embedded index from the journal into a folder, then optimize it.
+
+    python -m project_ledger.compaction JOURNAL TARGET MODEL_IDENTITY DIM
+
+Started by `IndexSync` in the server. Building search graphs holds the
+interpreter for minutes at 100k memories, so it runs here, at low priority, and
+the server swaps the result in when this exits with status 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from project_ledger.indexers.edge_index import EdgeIndex
+from project_ledger.indexers.memory_index import SparseEncoder
+
+from .index_sync import apply_changes
+from .journal import Journal
+
+
+def compact(journal_path: Path, target: Path, model: str, dim: int) -> None:
+    journal = Journal(journal_path)
+    index = EdgeIndex(target, dim, model)
+    try:
+        index.reset(journal.reindex_epoch())
+        apply_changes(journal, index, SparseEncoder(), model)
+        index.optimize()
+    finally:
+        index.close()
+        journal.close()
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 4:
+        raise SystemExit(__doc__)
+    if hasattr(os, "nice"):
+        os.nice(10)  # the server's requests come first
+    journal_path, target, model, dim = argv
+    compact(Path(journal_path), Path(target), model, int(dim))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
