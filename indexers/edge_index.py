@@ -3,13 +3,15 @@
 A shard can be open in one process only, yet several server processes (and the
 CLI) may work on one project at once. So each process takes the first free
 *slot*: `index/edge-<n>/`, guarded by an exclusive lock on `index/edge-<n>.lock`.
-A slot keeps its shard and a `state.json` with the journal revision it
-reflects; whichever process opens it next catches it up from the journal, which
+A slot keeps its shard (in a `shard-<id>/` folder) and a `state.json` with
+the journal revision it reflects; whichever process opens it next catches it up from the journal, which
 also holds the dense vectors, so catching up never re-runs the model.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -46,7 +48,6 @@ class EdgeIndex:
         self.events: list[str] = []
         self.location = str(slot)
         self._slot = slot
-        self._shard_dir = slot / "shard"
         self._state = IndexState(slot / "state.json", embedder_identity)
         self._shard: Any = None
         slot.mkdir(parents=True, exist_ok=True)
@@ -69,41 +70,52 @@ class EdgeIndex:
 
     def _open(self) -> None:
         if not self._state.load():
-            if self._shard_dir.exists():
+            if any(self._slot.glob("shard*")):
                 self.events.append(f"index state in {self.location} unreadable or for another model: rebuilt from the journal")
             self._create(epoch=0)
             return
-        if not self._shard_dir.exists():
-            self.events.append(f"index folder {self._shard_dir} was missing: rebuilt from the journal")
+        shard_dir = self._slot / self._state.shard
+        if not shard_dir.is_dir():
+            self.events.append(f"index folder {shard_dir} was missing: rebuilt from the journal")
             self._create(self._state.epoch)
             return
         try:
-            self._shard = self._q.EdgeShard.load(str(self._shard_dir))
+            self._shard = self._q.EdgeShard.load(str(shard_dir))
             self._shard.info()
         except Exception as exc:  # a damaged shard is only a cache of the journal
-            self.events.append(f"index in {self._shard_dir} was unreadable ({exc}): rebuilt from the journal")
+            self.events.append(f"index in {shard_dir} was unreadable ({exc}): rebuilt from the journal")
             self._create(self._state.epoch)
+            return
+        self._remove_leftovers()
 
     def _create(self, epoch: int) -> None:
+        """A new, empty shard in a new folder; the state file switches to it, then the old folder goes."""
         q = self._q
         if self._shard is not None:
             self._shard.close()
-        shutil.rmtree(self._shard_dir, ignore_errors=True)
-        self._shard_dir.mkdir(parents=True)
+            self._shard = None
+        name = f"shard-{secrets.token_hex(4)}"
         config = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=self._dim, distance=q.Distance.Cosine)},
             sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
         )
-        self._shard = q.EdgeShard.create(str(self._shard_dir), config)
+        self._shard = q.EdgeShard.create(str(self._slot / name), config)
         schema = {
             "keyword": q.PayloadSchemaType.Keyword,
             "integer": q.PayloadSchemaType.Integer,
             "float": q.PayloadSchemaType.Float,
         }
-        for name, kind in PAYLOAD_INDEXES.items():
-            self._shard.update(q.UpdateOperation.create_field_index(name, schema[kind]))
-        self._state.epoch, self._state.watermark = epoch, 0
+        for field_name, kind in PAYLOAD_INDEXES.items():
+            self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
+        self._state.epoch, self._state.watermark, self._state.shard = epoch, 0, name
         self._state.save()
+        self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """Shard folders the state no longer points to: replaced, or left by a crash mid-swap."""
+        for path in self._slot.iterdir():
+            if path.is_dir() and path.name not in (self._state.shard, "compacted"):
+                shutil.rmtree(path, ignore_errors=True)
 
     # -- MemoryIndex ---------------------------------------------------------
 
@@ -180,6 +192,13 @@ class EdgeIndex:
     def compaction_target(self) -> Path:
         return self._slot / "compacted"
 
+    def erased_through(self) -> int:
+        return self._state.forgets
+
+    def set_erased_through(self, forgets: int) -> None:
+        self._state.forgets = forgets
+        self._state.save()
+
     def has_graphs(self) -> bool:
         info = self._shard.info()
         return info.indexed_vectors_count >= 0.8 * info.points_count
@@ -190,22 +209,26 @@ class EdgeIndex:
         self._shard.flush()
 
     def replace_with(self, built: Path, drop_idle_copies: bool) -> None:
-        """Swap in a shard built and optimized elsewhere (see `project_ledger.compaction`), deleting the old one.
+        """Swap in an index built and optimized elsewhere (see `project_ledger.compaction`); the old one is deleted.
 
-        With `drop_idle_copies`, slots no process holds are deleted too: after a
-        forget they may still hold the erased memory's vectors. The next process
-        to start rebuilds its slot from the journal.
+        The built folder holds a shard folder and a state file naming it. The
+        shard folder moves into this slot, then replacing the state file switches
+        over in one step: a crash before it keeps the old index, after it the new
+        one. With `drop_idle_copies`, slots no process holds are deleted too, as
+        they may still hold a forgotten memory's vectors; the next process to
+        start rebuilds its slot from the journal.
         """
+        incoming = IndexState(built / "state.json", self._state.embedder)
+        if not incoming.load():
+            raise RuntimeError(f"{built} holds no usable index state")
         self._shard.close()
         self._shard = None
-        retired = self._slot / "retired"
-        shutil.rmtree(retired, ignore_errors=True)
-        self._shard_dir.rename(retired)
-        (built / "shard").rename(self._shard_dir)
-        (built / "state.json").replace(self._state.path)
-        shutil.rmtree(built, ignore_errors=True)
-        shutil.rmtree(retired, ignore_errors=True)
-        self._open()
+        try:
+            (built / incoming.shard).rename(self._slot / incoming.shard)
+            os.replace(incoming.path, self._state.path)
+        finally:
+            self._open()  # whichever index the state file now names
+            shutil.rmtree(built, ignore_errors=True)
         if drop_idle_copies:
             self._drop_idle_slots()
 

@@ -163,7 +163,13 @@ class SparseEncoder:
 
 @dataclass
 class IndexState:
-    """Which journal revision (and reindex epoch) an index reflects, kept in a small JSON file.
+    """What an index reflects, kept in a small JSON file written atomically.
+
+    - `epoch`, `watermark`: the journal's reindex epoch and the revision applied.
+    - `forgets`: the journal's forget count whose forgotten memories are absent
+      from the index's files, not only from its results (embedded index only).
+    - `shard`: the folder holding the data (embedded index only); replacing the
+      state file is what switches to a new one.
 
     `load()` is False when the file is missing, unreadable or written for another
     embedding model or format: the index must then be rebuilt.
@@ -173,20 +179,30 @@ class IndexState:
     embedder: str
     epoch: int = 0
     watermark: int = 0
+    forgets: int = 0
+    shard: str = ""
 
     def load(self) -> bool:
         try:
             data = json.loads(self.path.read_text())
             if data["format"] != STATE_FORMAT or data["embedder"] != self.embedder:
                 return False
-            self.epoch, self.watermark = int(data["epoch"]), int(data["watermark"])
+            self.epoch, self.watermark, self.forgets = int(data["epoch"]), int(data["watermark"]), int(data["forgets"])
+            self.shard = str(data["shard"])
         except (OSError, ValueError, KeyError, TypeError):
             return False
         return True
 
     def save(self) -> None:
         tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        data = {"format": STATE_FORMAT, "embedder": self.embedder, "epoch": self.epoch, "watermark": self.watermark}
+        data = {
+            "format": STATE_FORMAT,
+            "embedder": self.embedder,
+            "epoch": self.epoch,
+            "watermark": self.watermark,
+            "forgets": self.forgets,
+            "shard": self.shard,
+        }
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self.path)
 
@@ -240,6 +256,12 @@ class Compactable(Protocol):
     def compaction_target(self) -> Path:
         """Where a child process should build the replacement."""
         ...
+
+    def erased_through(self) -> int:
+        """The journal forget count up to which forgotten memories are absent from the files."""
+        ...
+
+    def set_erased_through(self, forgets: int) -> None: ...
 
     def has_graphs(self) -> bool:
         """Whether most dense vectors are in a search graph (else every query scans them all)."""

@@ -43,11 +43,12 @@ class QdrantIndex:
         state_dir.mkdir(parents=True, exist_ok=True)
         self._state = IndexState(state_dir / f"qdrant-{collection}.json", embedder_identity)
         self._lock_path = state_dir / f"qdrant-{collection}.lock"
-        exists = client.collection_exists(collection)
-        if not exists or not self._state.load():
-            if exists:
-                self.events.append(f"collection {collection} did not match this journal or model: rebuilt from the journal")
-            self.reset(epoch=0)
+        with self.sync_lock():  # another process may be creating or rebuilding the collection right now
+            exists = client.collection_exists(collection)
+            if not exists or not self._state.load():
+                if exists:
+                    self.events.append(f"collection {collection} did not match this journal or model: rebuilt from the journal")
+                self.reset(epoch=0)
 
     @classmethod
     def connect(cls, url: str | None, api_key: str | None, path: Path | None, **kwargs: Any) -> QdrantIndex:

@@ -46,7 +46,9 @@ def project_options(fn: F) -> F:
         try:
             settings = Settings(**overrides)
         except ValidationError as exc:
-            raise click.ClickException(f"invalid configuration: {exc.errors()[0]['msg']}") from None
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "settings"
+            raise click.ClickException(f"invalid configuration: {where} (LEDGER_{where.upper()}): {error['msg']}") from None
         return fn(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -66,19 +68,23 @@ def ledger_errors(fn: F) -> F:
 
 
 @contextmanager
-def opened(settings: Settings, index: bool) -> Iterator[LedgerService]:
-    """The service over this project's data; with `index`, the index opened, caught up and fully embedded."""
+def opened(settings: Settings, index: bool = False, model: bool = False) -> Iterator[LedgerService]:
+    """The service over this project's data.
+
+    With `index`, this process's index slot is opened and caught up. With
+    `model`, the model is loaded and memories without a vector are embedded
+    first, as a server would have done, so that a CLI recall is hybrid.
+    """
     from .factory import open_ledger
 
     ledger = open_ledger(settings, Path.cwd())
     try:
         if index:
             ledger.sync.open_now()
-            ledger.sync.index()  # raises if it could not open
-            if ledger.sync.embedder.load():
-                while ledger.sync.embed_missing(256):
-                    pass
-            ledger.sync.catch_up()
+            ledger.sync.index()  # raises, with the reason, if it could not open
+        if model and ledger.sync.embedder.load():
+            while ledger.sync.embed_missing(256):
+                pass
         yield ledger
     finally:
         ledger.close()
@@ -152,7 +158,7 @@ def recall(settings: Settings, query: str, k: int, kinds: tuple[str, ...], tags:
     Example:
       project-ledger recall "how do retries back off?" -k 3
     """
-    with opened(settings, index=True) as ledger:
+    with opened(settings, index=True, model=True) as ledger:
         result = ledger.recall(query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since)
     if as_json:
         click.echo(result.model_dump_json(indent=2))

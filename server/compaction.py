@@ -24,7 +24,7 @@ def compact(journal_path: Path, target: Path, model: str, dim: int) -> None:
     journal = Journal(journal_path)
     index = EdgeIndex(target, dim, model)
     try:
-        index.reset(journal.reindex_epoch())
+        index.reset(journal.reindex_epoch())  # empty: apply_changes marks it erased through today's forgets
         apply_changes(journal, index, SparseEncoder(), model)
         index.optimize()
     finally:

@@ -7,7 +7,6 @@ own tools use.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,11 +77,14 @@ class ProjectPaths:
     def project_context(self) -> Path:
         return self.root / "project_context.md"
 
-    def collection_name(self) -> str:
-        """One Qdrant collection per project: readable name plus a hash of the root path."""
+    def collection_name(self, journal_id: str) -> str:
+        """One Qdrant collection per project: a readable name plus the journal's random id.
+
+        The id, not the path, tells projects apart: two machines may check out
+        different projects at the same path and share one Qdrant server.
+        """
         slug = re.sub(r"[^a-z0-9]+", "-", self.root.name.lower()).strip("-")[:40] or "project"
-        digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:10]
-        return f"ledger-{slug}-{digest}"
+        return f"ledger-{slug}-{journal_id}"
 
 
 def find_project_root(cwd: Path) -> Path:

@@ -8,6 +8,7 @@ from project_ledger.indexers.embedding import create_embedder
 from project_ledger.indexers.memory_index import MemoryIndex
 
 from .config import ProjectPaths, Settings, resolve_paths
+from .errors import StorageError
 from .index_sync import IndexSync
 from .journal import Journal
 from .ledger import LedgerService, Limits
@@ -15,10 +16,15 @@ from .ledger import LedgerService, Limits
 
 def prepare_data_dir(paths: ProjectPaths) -> None:
     """Create the data directory with a `.gitignore` of `*`, so its contents are never committed by accident."""
-    paths.data_dir.mkdir(parents=True, exist_ok=True)
-    ignore = paths.data_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# project-ledger data: journal, index, model links\n*\n")
+    try:
+        paths.data_dir.mkdir(parents=True, exist_ok=True)
+        ignore = paths.data_dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# project-ledger data: journal, index, model links\n*\n")
+    except OSError as exc:
+        raise StorageError(
+            f"cannot use data directory {paths.data_dir} ({exc.strerror}); make it writable or choose another with --data-dir"
+        ) from exc
 
 
 def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
@@ -36,7 +42,7 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
                 settings.qdrant_url,
                 settings.qdrant_api_key,
                 settings.qdrant_path,
-                collection=settings.qdrant_collection or paths.collection_name(),
+                collection=settings.qdrant_collection or paths.collection_name(journal.journal_id()),
                 state_dir=paths.index_dir,
                 dim=embedder.dim,
                 embedder_identity=embedder.identity,

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.indexers.memory_index import (
@@ -45,6 +46,7 @@ PERSIST_EVERY = 16  # batches between watermark saves; each save flushes the ind
 GRAPH_MIN_POINTS = 20_000  # below this a full scan answers in a few milliseconds
 FORGET_SETTLE_SECONDS = 5.0  # compact once a burst of forgets is over
 RETRY_FAILED_COMPACTION_SECONDS = 600.0
+RETRY_OPEN_SECONDS = 30.0
 
 
 def _doc(change: Change, encoder: SparseEncoder) -> IndexDoc:
@@ -61,27 +63,25 @@ def _doc(change: Change, encoder: SparseEncoder) -> IndexDoc:
     )
 
 
-def apply_changes(journal: Journal, index: MemoryIndex, encoder: SparseEncoder, model: str) -> int:
+def apply_changes(journal: Journal, index: MemoryIndex, encoder: SparseEncoder, model: str) -> None:
     """Bring `index` up to the journal's latest revision.
 
-    Returns how many deletions may have hit points the index held: none when it
-    was built from empty, since forgotten memories were then never in it.
+    An index that starts empty holds none of the memories forgotten so far, so
+    it is marked erased through the current forget count before it fills.
     """
-    cursor = start = index.watermark()
-    deleted = batches = 0
+    cursor = index.watermark()
+    if cursor == 0 and isinstance(index, Compactable) and (forgets := journal.forget_count()) != index.erased_through():
+        index.set_erased_through(forgets)
+    batches = 0
     while changes := journal.changes_since(cursor, model, CATCH_UP_BATCH):
-        gone = [c.seq for c in changes if not c.live]
-        index.delete(gone)
+        index.delete([c.seq for c in changes if not c.live])
         index.upsert([_doc(c, encoder) for c in changes if c.live])
-        if start > 0:
-            deleted += len(gone)
         cursor = changes[-1].rev
         batches += 1
         if batches % PERSIST_EVERY == 0:  # a long rebuild keeps its progress across a crash
             index.set_watermark(cursor)
     if cursor != index.watermark():
         index.set_watermark(cursor)
-    return deleted
 
 
 @dataclass
@@ -89,6 +89,7 @@ class _Compaction:
     process: subprocess.Popen[bytes]
     erasing: bool  # started because memories were forgotten
     started: float
+    log: Path
 
 
 class IndexSync:
@@ -106,8 +107,9 @@ class IndexSync:
         self._model_settled = threading.Event()
         self._thread: threading.Thread | None = None
         self._compaction: _Compaction | None = None
-        self._last_forget: float | None = None  # monotonic time of the last deletion not yet compacted away
         self._compaction_failed_at: float | None = None
+        self._forgets_seen = -1
+        self._forgets_changed_at = 0.0
         self.events: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------
@@ -148,31 +150,37 @@ class IndexSync:
             with self._lock:
                 self._encoder = SparseEncoder()
                 self._index = self._open_index()
+                self._open_error = None
                 self.events.extend(self._index.events)
-                self._catch_up_locked()
-                self._verify_locked()
+                self._verify(self._index)
         except Exception as exc:
             self._open_error = f"{type(exc).__name__}: {exc}"
-            log.error("search index could not be opened: %s", self._open_error)
+            log.error("search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._open_error)
         finally:
             self._opened.set()
 
     def _run(self) -> None:
         self._open()
-        if self._index is None:
-            return
         self.embedder.load()
         self._model_settled.set()
+        last_open_attempt = time.monotonic()
         while not self._stop.is_set():
-            try:
-                while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):
-                    self.catch_up()
-                self.catch_up()
-                self._tend_compaction()
-            except Exception:
-                log.exception("background indexing failed; retrying")
+            if self._index is None:
+                if time.monotonic() - last_open_attempt >= RETRY_OPEN_SECONDS:
+                    last_open_attempt = time.monotonic()
+                    self._open()
+            else:
+                for step in (self._embed_backlog, self.catch_up, self._tend_compaction, self._journal.purge_wal):
+                    try:
+                        step()
+                    except Exception:  # one failing step must not starve the others
+                        log.exception("background step %s failed; retrying", getattr(step, "__name__", step))
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
+
+    def _embed_backlog(self) -> None:
+        while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):
+            self.catch_up()
 
     # -- searching and catching up -----------------------------------------------
 
@@ -182,48 +190,54 @@ class IndexSync:
             raise IndexUnavailable("the search index is still opening; retry in a few seconds")
         if self._index is None:
             raise IndexUnavailable(
-                f"the search index could not be opened ({self._open_error}); the journal is intact. "
-                "Run `project-ledger reindex` to rebuild it."
+                f"the search index could not be opened ({self._open_error}); the journal is intact and the server "
+                f"retries every {RETRY_OPEN_SECONDS:.0f}s. `project-ledger status` shows the cause."
             )
         return self._index
 
     def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
-        """Catch up with the journal, then search; no catch-up can interleave with the search."""
+        """Catch up with the journal, then search; no catch-up, here or in another process, interleaves."""
         index = self.index()
-        with self._lock:
-            self._catch_up_locked()
+        with self._lock, index.sync_lock():
+            self._apply(index)
             assert self._encoder is not None
             return index.candidates(dense, self._encoder.query(query), where, limit)
 
     def catch_up(self) -> None:
-        with self._lock:
-            self._catch_up_locked()
+        index = self.index()
+        with self._lock, index.sync_lock():
+            self._apply(index)
 
-    def _catch_up_locked(self) -> None:
-        index = self._index
-        if index is None:
-            raise IndexUnavailable(f"the search index is not open ({self._open_error or 'still opening'})")
+    def _apply(self, index: MemoryIndex) -> None:
+        """Catch up. The caller holds `self._lock` and `index.sync_lock()`."""
         assert self._encoder is not None
-        with index.sync_lock():
-            epoch = self._journal.reindex_epoch()
-            if index.epoch() != epoch:
-                index.reset(epoch)
-                self.events.append("index rebuilt on request (project-ledger reindex)")
-            if apply_changes(self._journal, index, self._encoder, self.embedder.identity):
-                self._last_forget = time.monotonic()
+        epoch = self._journal.reindex_epoch()
+        if index.epoch() != epoch:
+            index.reset(epoch)
+            self.events.append("index rebuilt on request (project-ledger reindex)")
+        apply_changes(self._journal, index, self._encoder, self.embedder.identity)
 
-    def _verify_locked(self) -> None:
-        """A shard can load yet have lost points (truncated files): compare with the journal, rebuild if off."""
-        index = self._index
-        assert index is not None
-        expected = self._journal.indexable_count()
-        actual = index.count()
-        if actual != expected:
-            self.events.append(f"index held {actual} points but the journal has {expected} memories: rebuilt")
-            log.warning(self.events[-1])
-            with index.sync_lock():
+    def _verify(self, index: MemoryIndex) -> None:
+        """A shard can load yet have lost points (truncated files): compare with the journal, rebuild if off.
+
+        The comparison needs the index to reflect exactly the journal state that
+        is counted, so it is made against one snapshot, after catching up to it;
+        if writes keep arriving it is left for the next start.
+        """
+        with index.sync_lock():
+            for _ in range(3):
+                self._apply(index)
+                rev, expected = self._journal.rev_and_indexable_count()
+                if rev == index.watermark():
+                    break
+            else:
+                return
+            actual = index.count()
+            if actual != expected:
+                self.events.append(f"index held {actual} points but the journal has {expected} memories: rebuilt")
+                log.warning(self.events[-1])
                 index.reset(self._journal.reindex_epoch())
-            self._catch_up_locked()
+                self._apply(index)
 
     def rebuild(self) -> int:
         """Drop this process's index and rebuild it from the journal; ask every other process to do the same."""
@@ -262,7 +276,10 @@ class IndexSync:
         now = time.monotonic()
         if self._compaction_failed_at is not None and now - self._compaction_failed_at < RETRY_FAILED_COMPACTION_SECONDS:
             return
-        erasing = self._last_forget is not None and now - self._last_forget >= FORGET_SETTLE_SECONDS
+        forgets = self._journal.forget_count()
+        if forgets != self._forgets_seen:
+            self._forgets_seen, self._forgets_changed_at = forgets, now
+        erasing = forgets > index.erased_through() and now - self._forgets_changed_at >= FORGET_SETTLE_SECONDS
         if erasing or (index.count() >= GRAPH_MIN_POINTS and not index.has_graphs()):
             self._start_compaction(index, erasing)
 
@@ -278,25 +295,27 @@ class IndexSync:
             self.embedder.identity,
             str(self.embedder.dim),
         ]
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self._compaction = _Compaction(process, erasing, time.monotonic())
+        log_path = target.with_name("compaction.log")
+        with log_path.open("wb") as log_file:  # the child keeps its own descriptor
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
+        self._compaction = _Compaction(process, erasing, time.monotonic(), log_path)
         log.info("compaction started (%s)", "erasing forgotten memories" if erasing else "building search graphs")
 
     def _finish_compaction(self, index: Compactable, compaction: _Compaction) -> None:
         self._compaction = None
-        _, stderr = compaction.process.communicate()
         elapsed = time.monotonic() - compaction.started
         if compaction.process.returncode != 0:
             self._compaction_failed_at = time.monotonic()
-            reason = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            self.events.append(f"compaction failed after {elapsed:.0f}s ({reason[0]}); retrying in 10 minutes")
+            lines = compaction.log.read_text(errors="replace").strip().splitlines() if compaction.log.exists() else []
+            self.events.append(
+                f"compaction failed after {elapsed:.0f}s ({lines[-1] if lines else 'no output'}; see {compaction.log}); "
+                "retrying in 10 minutes"
+            )
             log.error(self.events[-1])
             return
         with self._lock:
             index.replace_with(index.compaction_target(), drop_idle_copies=compaction.erasing)
-            if compaction.erasing and self._last_forget is not None and self._last_forget < compaction.started:
-                self._last_forget = None  # forgets after the start are in the new shard's catch-up, not its data
-            self._catch_up_locked()
+            self.catch_up()
         what = "forgotten memories erased from disk" if compaction.erasing else "search graphs built"
         self.events.append(f"index compacted in {elapsed:.0f}s: {what}")
         log.info(self.events[-1])

@@ -73,13 +73,20 @@ def _m001_create_memories(db: sqlite3.Connection) -> None:
         """
     )
     db.execute("CREATE INDEX memories_rev ON memories(rev)")
-    db.execute("CREATE INDEX memories_dedup ON memories(content_hash, session) WHERE deleted_at IS NULL")
-    db.execute("CREATE INDEX memories_pinned ON memories(pinned) WHERE pinned = 1 AND deleted_at IS NULL")
     db.execute(
-        "CREATE TABLE embeddings (seq INTEGER PRIMARY KEY REFERENCES memories(seq), model TEXT NOT NULL, vector BLOB NOT NULL)"
+        "CREATE INDEX memories_dedup ON memories(content_hash, session) WHERE deleted_at IS NULL AND superseded_by IS NULL"
     )
+    db.execute("CREATE INDEX memories_pinned ON memories(pinned) WHERE pinned = 1 AND deleted_at IS NULL")
+    # One row per model: processes configured with different models must not overwrite each other's vectors.
+    db.execute(
+        "CREATE TABLE embeddings (seq INTEGER NOT NULL REFERENCES memories(seq), model TEXT NOT NULL, "
+        "vector BLOB NOT NULL, PRIMARY KEY (seq, model))"
+    )
+    # rev: every change; reindex: `project-ledger reindex` requests; forgets: memories forgotten so far.
     db.execute("CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
-    db.execute("INSERT INTO counters (name, value) VALUES ('rev', 0), ('reindex', 0)")
+    db.execute("INSERT INTO counters (name, value) VALUES ('rev', 0), ('reindex', 0), ('forgets', 0)")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta (key, value) VALUES ('journal_id', ?)", (secrets.token_hex(8),))
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_create_memories,)
@@ -136,7 +143,7 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
     )
 
 
-def _storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
+def _storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "written") -> StorageError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         hint = f"another process has held the journal's write lock for over {BUSY_TIMEOUT_MS // 1000}s; retry shortly"
@@ -144,9 +151,11 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
         hint = f"the data directory is read-only; make {path.parent} writable"
     elif "full" in text:
         hint = "the disk is full; free some space and retry"
+    elif "not a database" in text or "malformed" in text:
+        hint = "the file is damaged; keep a copy of it and check it with `sqlite3 journal.sqlite3 'PRAGMA integrity_check'`"
     else:
-        hint = "run `project-ledger status` to check the data directory"
-    return StorageError(f"journal {path} could not be written ({text}): {hint}. Nothing acknowledged earlier was lost.")
+        hint = f"check that {path.parent} exists and is readable and writable"
+    return StorageError(f"journal {path} could not be {action} ({text}): {hint}. Nothing acknowledged earlier was lost.")
 
 
 class Journal:
@@ -167,8 +176,9 @@ class Journal:
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
-        except sqlite3.Error as exc:
-            raise _storage_error(exc, path) from exc
+        except (sqlite3.Error, OSError) as exc:
+            raise _storage_error(exc, path, "opened") from exc
+        self._wal_needs_purge = False
 
     def close(self) -> None:
         with self._lock:
@@ -206,7 +216,7 @@ class Journal:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise _storage_error(exc, self.path) from exc
+                raise _storage_error(exc, self.path, "read") from exc
 
     @staticmethod
     def _next_rev(db: sqlite3.Connection) -> int:
@@ -227,12 +237,18 @@ class Journal:
         pinned: bool,
         supersedes: str | None,
     ) -> tuple[str, bool]:
-        """Store a memory; returns (id, created). An identical live text in the same session is not stored twice."""
+        """Store a memory; returns (id, created).
+
+        The same text in the same session as a current (live, not superseded)
+        memory is not stored twice: that memory's id comes back, pinned if asked,
+        with its own kind and tags kept.
+        """
         digest = content_hash(text)
         now = utc_now()
         with self._write() as db:
             twin = db.execute(
-                "SELECT id FROM memories WHERE content_hash = ? AND session IS ? AND deleted_at IS NULL LIMIT 1",
+                "SELECT id, pinned FROM memories WHERE content_hash = ? AND session IS ? "
+                "AND deleted_at IS NULL AND superseded_by IS NULL LIMIT 1",
                 (digest, session),
             ).fetchone()
             if supersedes is not None:
@@ -244,6 +260,10 @@ class Journal:
                 )
                 if supersedes is not None and supersedes != twin["id"]:
                     self._supersede(db, supersedes, twin["id"], now)
+                if pinned and not twin["pinned"]:
+                    db.execute(
+                        "UPDATE memories SET pinned = 1, updated_at = ?, rev = ? WHERE id = ?", (now, self._next_rev(db), twin["id"])
+                    )
                 return twin["id"], False
             memory_id = new_memory_id()
             while db.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone():
@@ -318,18 +338,30 @@ class Journal:
                 (now, now, self._next_rev(db), row["seq"]),
             )
             db.execute("DELETE FROM embeddings WHERE seq = ?", (row["seq"],))
+            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
+        self._wal_needs_purge = True
         self.purge_wal()
 
-    def purge_wal(self) -> None:
+    def purge_wal(self) -> bool:
         """Copy the WAL into the database and truncate it, so old page images of scrubbed rows leave the disk.
 
-        Best effort: a reader in another process can hold back a full checkpoint; the next one finishes it.
+        A reader in another process can hold a full checkpoint back; then this
+        returns False and the caller tries again later (the server's worker does,
+        every second). It waits at most a moment for the lock, never the full
+        busy timeout.
         """
         with self._lock:
+            if not self._wal_needs_purge:
+                return True
             try:
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._db.execute("PRAGMA busy_timeout = 200")
+                busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             except sqlite3.Error:
-                pass
+                busy = 1
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._wal_needs_purge = bool(busy)
+            return not busy
 
     def touch(self, seqs: Sequence[int]) -> None:
         """Record that these memories were handed to a caller (access stats do not change the index)."""
@@ -372,14 +404,25 @@ class Journal:
     def reindex_epoch(self) -> int:
         return self._read("SELECT value FROM counters WHERE name = 'reindex'")[0][0]
 
+    def forget_count(self) -> int:
+        return self._read("SELECT value FROM counters WHERE name = 'forgets'")[0][0]
+
+    def journal_id(self) -> str:
+        """A random id made with the journal: names this project's collection on a shared Qdrant server."""
+        return self._read("SELECT value FROM meta WHERE key = 'journal_id'")[0][0]
+
     def request_reindex(self) -> None:
         """Every process's index sees the new epoch at its next catch-up and rebuilds itself."""
         with self._write() as db:
             db.execute("UPDATE counters SET value = value + 1 WHERE name = 'reindex'")
 
-    def indexable_count(self) -> int:
-        """Memories that belong in the index: every one not forgotten, superseded ones included."""
-        return self._read("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")[0][0]
+    def rev_and_indexable_count(self) -> tuple[int, int]:
+        """The revision and the number of memories that belong in the index at it (superseded ones included),
+        read in one statement, so from one snapshot."""
+        row = self._read(
+            "SELECT (SELECT value FROM counters WHERE name = 'rev'), (SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL)"
+        )[0]
+        return row[0], row[1]
 
     def changes_since(self, rev: int, model: str, limit: int) -> list[Change]:
         rows = self._read(

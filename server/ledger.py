@@ -7,6 +7,7 @@ first and is the truth; the index follows it through `IndexSync`.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,7 @@ from importlib import metadata
 from project_ledger.indexers.memory_index import FusionParams, SearchFilter, fuse
 
 from .config import ProjectPaths
-from .errors import InvalidArgument
+from .errors import InvalidArgument, StorageError
 from .index_sync import IndexSync
 from .journal import Journal
 from .models import (
@@ -33,8 +34,11 @@ from .models import (
 from .session_start import PackCache, ProjectContextFile, build_session_start, missing_context_text, render_pinned
 from .tokens import TokenCounter
 
+log = logging.getLogger(__name__)
+
 MAX_K = 100
 MAX_TAGS = 32
+MAX_LINKS = 100  # files and symbols a memory may name
 MAX_LABEL_CHARS = 200  # tags, session, role, file and symbol names
 MODEL_WAIT_SECONDS = 5.0
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
@@ -67,7 +71,10 @@ def parse_since(value: str, now: datetime | None = None) -> float:
     now = now or datetime.now(UTC)
     relative = _RELATIVE.match(value)
     if relative:
-        return (now - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})).timestamp()
+        try:
+            return (now - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})).timestamp()
+        except OverflowError:
+            raise InvalidArgument(f"since={value!r} reaches back past year 1; use a smaller age or an ISO date") from None
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -164,8 +171,8 @@ class LedgerService:
             tags=self._labels(tags or [], "tags", MAX_TAGS),
             session=self._label(session, "session"),
             role=self._label(role, "role"),
-            files=self._labels(files or [], "files"),
-            symbols=self._labels(symbols or [], "symbols"),
+            files=self._labels(files or [], "files", MAX_LINKS),
+            symbols=self._labels(symbols or [], "symbols", MAX_LINKS),
             pinned=pinned,
             supersedes=supersedes,
         )
@@ -184,9 +191,13 @@ class LedgerService:
         return Ack(id=memory_id, ok=True)
 
     def forget(self, memory_id: str) -> Ack:
-        """Scrub from the journal first, then drop the point so no search can return it."""
+        """Scrub the journal row; searches skip it from then on, and the index drops it at its next catch-up.
+
+        The session-start cache may quote a pinned text, so it goes too.
+        """
         self.journal.forget(memory_id)
-        self.sync.catch_up()
+        self.pack_cache.clear()
+        self.sync.kick()
         return Ack(id=memory_id, ok=True)
 
     # -- recall ----------------------------------------------------------------
@@ -232,7 +243,10 @@ class LedgerService:
         if left_out:
             notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
         kept_ids = {r.id for r in kept}
-        self.journal.touch([seq for seq, r in ranked if r.id in kept_ids])
+        try:
+            self.journal.touch([seq for seq, r in ranked if r.id in kept_ids])
+        except StorageError as exc:  # access stats are not worth failing a read for
+            log.warning("access stats not recorded: %s", exc)
         return RecallResult(
             results=kept,
             tokens=self.tokens.count(render_results(kept)),
@@ -284,6 +298,7 @@ class LedgerService:
         state = self.sync.state()
         index = self.sync.index(timeout=0) if state == "ready" else None
         indexed_rev = index.watermark() if index else 0
+        points = index.count() if index else 0
         return Status(
             version=version(),
             root=str(self.paths.root),
@@ -301,6 +316,7 @@ class LedgerService:
                 indexed_rev=indexed_rev,
                 journal_rev=journal_rev,
                 lag=max(journal_rev - indexed_rev, 0),
+                points=points,
                 missing_embeddings=self.journal.count_missing_embeddings(embedder.identity),
                 events=[*self.sync.events, *([f"open failed: {self.sync.open_error}"] if self.sync.open_error else [])],
                 compaction=self.sync.compaction_state(),
@@ -309,19 +325,11 @@ class LedgerService:
         )
 
 
+_HIT_FIELDS = set(RecallHit.model_fields) - {"score"}
+
+
 def _hit(memory: Memory, score: float) -> RecallHit:
-    return RecallHit(
-        id=memory.id,
-        text=memory.text,
-        kind=memory.kind,
-        tags=memory.tags,
-        session=memory.session,
-        role=memory.role,
-        created_at=memory.created_at,
-        pinned=memory.pinned,
-        superseded_by=memory.superseded_by,
-        score=round(score, 6),
-    )
+    return RecallHit(**memory.model_dump(include=_HIT_FIELDS), score=round(score, 6))
 
 
 def render_results(results: list[RecallHit]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -25,12 +25,11 @@ from .config import Settings
 from .errors import LedgerError
 from .factory import open_ledger
 from .ledger import LedgerService, render_results, version
-from .models import Ack, RecallResult, RememberResult, Status
+from .models import Ack, Kind, RecallResult, RememberResult, Status
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-KindArg = Literal["note", "decision", "definition", "todo", "error", "turn", "summary"]
 MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
 
 
@@ -56,7 +55,7 @@ class LedgerTools:
     async def remember(
         self,
         text: Annotated[str, Field(description="What to keep, verbatim: a decision, definition, constraint, todo...")],
-        kind: KindArg = "note",
+        kind: Kind = "note",
         tags: list[str] = [],  # noqa: B006 - the schema default the clients see; never mutated
         session: str | None = None,
         role: Annotated[str | None, Field(description="Who said it, for turns: user or assistant.")] = None,
@@ -77,7 +76,7 @@ class LedgerTools:
         self,
         query: Annotated[str, Field(description="Question or keywords; exact identifiers work too.")],
         k: Annotated[int, Field(ge=1, le=100)] = 8,
-        kinds: list[KindArg] | None = None,
+        kinds: list[Kind] | None = None,
         tags: list[str] | None = None,
         session: str | None = None,
         since: Annotated[str | None, Field(description="ISO date, or an age like 2d, 12h, 1w.")] = None,

@@ -3,12 +3,12 @@ them as output schemas and the CLI can print them as JSON."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["note", "decision", "definition", "todo", "error", "turn", "summary"]
-KINDS: tuple[str, ...] = ("note", "decision", "definition", "todo", "error", "turn", "summary")
+KINDS: tuple[str, ...] = get_args(Kind)
 RecallMode = Literal["hybrid", "bm25-only"]
 
 
@@ -87,6 +87,7 @@ class IndexStatus(Record):
     indexed_rev: int
     journal_rev: int
     lag: int = Field(description="Journal changes not yet applied to the index.")
+    points: int = Field(description="Memories in the index (superseded ones included, forgotten ones not).")
     missing_embeddings: int = Field(description="Memories without a dense vector yet (BM25 still finds them).")
     events: list[str] = Field(default_factory=list, description="Rebuilds and repairs since start.")
     compaction: str | None = Field(default=None, description="A background compaction in progress, if any.")

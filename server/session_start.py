@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from .models import Memory, SessionStart
 from .tokens import TokenCounter
+
+log = logging.getLogger(__name__)
 
 PREAMBLE = (
     "project-ledger keeps this project's memory across sessions. Use `recall` before re-deciding or "
@@ -50,14 +53,15 @@ class ProjectContextFile:
         """The file's text, or None when it does not exist."""
         try:
             stat = self.path.stat()
-        except OSError:
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            with self._lock:
+                if stamp != self._stamp:
+                    self._text = self.path.read_text(encoding="utf-8", errors="replace")
+                    self._stamp = stamp
+                return self._text
+        except OSError as exc:  # unreadable counts as missing; the server must still start
+            log.warning("cannot read %s: %s", self.path, exc)
             return None
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        with self._lock:
-            if stamp != self._stamp:
-                self._text = self.path.read_text(encoding="utf-8", errors="replace")
-                self._stamp = stamp
-            return self._text
 
 
 def render_pinned(pinned: list[Memory]) -> str:
@@ -99,6 +103,9 @@ class PackCache:
             return SessionStart.model_validate(data["pack"]) if data.get("key") == key else None
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
 
     def put(self, key: str, pack: SessionStart) -> None:
         tmp = self.path.with_suffix(f".{os.getpid()}.tmp")

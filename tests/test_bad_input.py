@@ -19,10 +19,11 @@ async def test_bad_arguments_get_errors_that_say_what_to_do(project: Project) ->
         assert "tags" in await ledger.error("remember", text="x", tags="not-a-list")
         too_long = await ledger.error("remember", text="x" * (64 * 1024 + 1))
         assert "65537 bytes" in too_long and "split it" in too_long
-        assert "k" in await ledger.error("recall", query="anything", k=0)
-        assert "k" in await ledger.error("recall", query="anything", k=101)
-        assert "k" in await ledger.error("recall", query="anything", k="eight")
+        assert "greater than or equal to 1" in await ledger.error("recall", query="anything", k=0)
+        assert "less than or equal to 100" in await ledger.error("recall", query="anything", k=101)
+        assert "valid integer" in await ledger.error("recall", query="anything", k="eight")
         assert "not a date" in await ledger.error("recall", query="anything", since="last tuesday")
+        assert "smaller age" in await ledger.error("recall", query="anything", since="99999999w")
         for tool in ("pin", "unpin", "forget"):
             assert "no memory with id 'm-nope'" in await ledger.error(tool, id="m-nope")
         assert "Unknown tool: no_such_tool" in await ledger.error("no_such_tool")

@@ -45,7 +45,7 @@ async def test_a_damaged_shard_is_detected_and_rebuilt(project: Project) -> None
         memory = await ledger.remember("The nightly export runs at 02:00 UTC.")
         await ledger.settled()
 
-    for path in (project.data_dir / "index" / "edge-0" / "shard").rglob("*"):
+    for path in (project.data_dir / "index" / "edge-0").glob("shard-*/**/*"):
         if path.is_file():
             path.write_bytes(b"\0garbage")
 
@@ -110,3 +110,17 @@ async def test_reindex_rebuilds_on_demand(project: Project) -> None:
                 await anyio.sleep(0.2)
         await ledger.settled()
         assert (await ledger.recall("upload size limit"))[0]["id"] == memory
+
+
+async def test_without_a_loadable_model_recall_falls_back_to_bm25_and_says_why(project: Project) -> None:
+    project.env["LEDGER_EMBED_MODEL_PATH"] = str(project.root / "no-model-here")
+    async with serve(project) as ledger:
+        memory = await ledger.remember("Background jobs run on Dramatiq with Redis as the broker.")
+        with anyio.fail_after(60):
+            while (status := await ledger.call("status"))["embedding"]["state"] != "failed":
+                await anyio.sleep(0.2)
+        assert status["embedding"]["detail"]
+        result = await ledger.call("recall", query="Dramatiq broker")
+        assert result["mode"] == "bm25-only"
+        assert result["note"].startswith("BM25 only: the embedding model is failed")
+        assert [hit["id"] for hit in result["results"]] == [memory]

@@ -45,6 +45,19 @@ async def test_remember_reports_an_exact_duplicate_in_the_same_session(project: 
     assert elsewhere["created"] is True and elsewhere["id"] != first["id"]
 
 
+async def test_restating_a_memory_can_pin_it_and_a_retired_text_can_come_back(project: Project) -> None:
+    async with serve(project) as ledger:
+        first = await ledger.remember("Use pnpm, not npm.", session="s1")
+        again = await ledger.call("remember", text="Use pnpm, not npm.", session="s1", pinned=True)
+        assert again["id"] == first and again["created"] is False
+        assert "Use pnpm, not npm." in await ledger.resource("ledger://pinned")
+
+        newer = await ledger.remember("Use npm workspaces again.", session="s1", supersedes=first)
+        back = await ledger.call("remember", text="Use pnpm, not npm.", session="s1", supersedes=newer)
+        assert back["created"] is True and back["id"] not in (first, newer)
+        assert [h["id"] for h in await ledger.recall("pnpm or npm?")] == [back["id"]]
+
+
 async def test_recall_filters_by_kind_tag_session_and_date(project: Project) -> None:
     async with serve(project) as ledger:
         decision = await ledger.remember("Cache invoices for 60 seconds.", kind="decision", tags=["cache"], session="a")
@@ -97,13 +110,14 @@ async def test_forget_erases_the_text_from_recall_and_from_the_journal_files(pro
         assert gone in {h["id"] for h in await ledger.recall("staging database password")}
 
         assert await ledger.call("forget", id=gone) == {"id": gone, "ok": True}
+        assert b"hunter2-zebra-7781" not in journal_bytes(project)  # while the server still has the journal open
         hits = await ledger.recall("staging database password hunter2")
         assert gone not in {h["id"] for h in hits}
         assert keep in {h["id"] for h in hits}
         assert "was forgotten" in await ledger.error("pin", id=gone)
         status = await ledger.call("status")
         assert status["forgotten"] == 1
-    assert b"hunter2-zebra-7781" not in journal_bytes(project)
+        assert status["index"]["points"] == 1  # the point is gone from the index, not only filtered out
 
 
 def stored_vector(project: Project, memory_id: str) -> bytes:
