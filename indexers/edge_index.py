@@ -107,7 +107,7 @@ class EdgeIndex:
         }
         for field_name, kind in PAYLOAD_INDEXES.items():
             self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
-        self._state.epoch, self._state.watermark, self._state.shard = epoch, 0, name
+        self._state.epoch, self._state.watermark, self._state.shard, self._state.optimized = epoch, 0, name, 0
         self._state.save()
         self._remove_leftovers()
 
@@ -200,13 +200,15 @@ class EdgeIndex:
         self._state.save()
 
     def has_graphs(self) -> bool:
-        info = self._shard.info()
-        return info.indexed_vectors_count >= 0.8 * info.points_count
+        """True while at most a fifth of the points arrived after the graphs were built."""
+        return self._state.optimized > 0 and self.count() <= 1.25 * self._state.optimized
 
     def optimize(self) -> None:
         """Build the HNSW graphs and drop deleted points' data. Holds the GIL for minutes at 100k: run it in a child process."""
         self._shard.optimize()
         self._shard.flush()
+        self._state.optimized = self.count()
+        self._state.save()
 
     def replace_with(self, built: Path, drop_idle_copies: bool) -> None:
         """Swap in an index built and optimized elsewhere (see `project_ledger.compaction`); the old one is deleted.

@@ -170,6 +170,9 @@ class IndexState:
       from the index's files, not only from its results (embedded index only).
     - `shard`: the folder holding the data (embedded index only); replacing the
       state file is what switches to a new one.
+    - `optimized`: how many points the index held when its search graphs were
+      built (embedded index only; 0 for never). The engine's own count of
+      indexed vectors mixes dense and sparse ones, so it cannot tell.
 
     `load()` is False when the file is missing, unreadable or written for another
     embedding model or format: the index must then be rebuilt.
@@ -181,6 +184,7 @@ class IndexState:
     watermark: int = 0
     forgets: int = 0
     shard: str = ""
+    optimized: int = 0
 
     def load(self) -> bool:
         try:
@@ -188,7 +192,7 @@ class IndexState:
             if data["format"] != STATE_FORMAT or data["embedder"] != self.embedder:
                 return False
             self.epoch, self.watermark, self.forgets = int(data["epoch"]), int(data["watermark"]), int(data["forgets"])
-            self.shard = str(data["shard"])
+            self.shard, self.optimized = str(data["shard"]), int(data["optimized"])
         except (OSError, ValueError, KeyError, TypeError):
             return False
         return True
@@ -202,6 +206,7 @@ class IndexState:
             "watermark": self.watermark,
             "forgets": self.forgets,
             "shard": self.shard,
+            "optimized": self.optimized,
         }
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self.path)

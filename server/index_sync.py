@@ -156,6 +156,9 @@ class IndexSync:
         except Exception as exc:
             self._open_error = f"{type(exc).__name__}: {exc}"
             log.error("search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._open_error)
+            if self._index is not None:  # opened but not usable: give its slot back before the retry
+                self._index.close()
+                self._index = None
         finally:
             self._opened.set()
 

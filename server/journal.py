@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import MemoryForgotten, MemoryNotFound, StorageError
+from .errors import InvalidArgument, MemoryForgotten, MemoryNotFound, StorageError
 from .models import Memory
 
 BUSY_TIMEOUT_MS = 15_000
@@ -292,6 +292,9 @@ class Journal:
             return memory_id, True
 
     def _supersede(self, db: sqlite3.Connection, old: str, new: str, now: str) -> None:
+        current = db.execute("SELECT superseded_by FROM memories WHERE id = ?", (old,)).fetchone()["superseded_by"]
+        if current is not None and current != new:  # keeps each history a single chain
+            raise InvalidArgument(f"memory {old!r} is already superseded by {current!r}; supersede {current!r} instead")
         db.execute(
             "UPDATE memories SET superseded_by = ?, updated_at = ?, rev = ? WHERE id = ?", (new, now, self._next_rev(db), old)
         )

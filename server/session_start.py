@@ -59,6 +59,8 @@ class ProjectContextFile:
                     self._text = self.path.read_text(encoding="utf-8", errors="replace")
                     self._stamp = stamp
                 return self._text
+        except FileNotFoundError:
+            return None
         except OSError as exc:  # unreadable counts as missing; the server must still start
             log.warning("cannot read %s: %s", self.path, exc)
             return None

@@ -155,6 +155,7 @@ async def test_superseded_memories_are_hidden_unless_asked_for(project: Project)
         assert {h["id"] for h in both} == {old, new}
         assert next(h for h in both if h["id"] == old)["superseded_by"] == new
         assert "no memory with id" in await ledger.error("remember", text="x", supersedes="m0000000000")
+        assert f"supersede '{new}' instead" in await ledger.error("remember", text="TTL is 10 s.", supersedes=old)
 
 
 async def test_status_reports_paths_counts_and_model(project: Project) -> None:
