@@ -187,7 +187,8 @@ def status(settings: Settings, as_json: bool) -> None:
     click.echo(f"project-ledger {result.version}")
     click.echo(f"root:      {result.root}")
     click.echo(f"data dir:  {result.data_dir}")
-    click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}")
+    cut = " (cut to fit the instructions cap)" if result.session_start_cut else ""
+    click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
     click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
     index = result.index

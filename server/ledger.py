@@ -309,6 +309,7 @@ class LedgerService:
             superseded=counts.superseded,
             forgotten=counts.forgotten,
             project_context=str(self.paths.project_context) if self.paths.project_context.exists() else None,
+            session_start_cut=self.session_start().truncated,
             index=IndexStatus(
                 backend=index.backend if index else "unknown",
                 location=index.location if index else str(self.paths.index_dir),

@@ -103,6 +103,7 @@ class Status(Record):
     superseded: int
     forgotten: int
     project_context: str | None = Field(description="Path of project_context.md; null when missing.")
+    session_start_cut: bool = Field(description="The session-start pack is cut to fit its token cap.")
     index: IndexStatus
     embedding: EmbeddingStatus
 

@@ -64,3 +64,4 @@ async def test_instructions_are_capped_and_say_what_was_cut(project: Project) ->
         assert "Convention 399" not in instructions
         assert "[Cut to fit 500 tokens:" in instructions
         assert "ledger://project-context" in instructions and "1 pinned memories" in instructions
+        assert (await ledger.call("status"))["session_start_cut"] is True
