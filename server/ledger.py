@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
@@ -103,6 +104,12 @@ class LedgerService:
         self.tokens = TokenCounter()
         self.project_context = ProjectContextFile(paths.project_context)
         self.pack_cache = PackCache(paths.data_dir / "session_start.json")
+
+    def start(self) -> None:
+        """Background start-up for a long-running server: the index and model, and the tokenizer's
+        half-second load, all kept off the first request."""
+        self.sync.start()
+        threading.Thread(target=self.tokens.count, args=("warm up",), name="ledger-tokens", daemon=True).start()
 
     def close(self) -> None:
         self.sync.stop()

@@ -126,7 +126,7 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerService]:
-        ledger.sync.start()
+        ledger.start()
         try:
             yield ledger
         finally:
