@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.indexers.memory_index import (
@@ -245,8 +246,20 @@ class IndexSync:
     def rebuild(self) -> int:
         """Drop this process's index and rebuild it from the journal; ask every other process to do the same."""
         self._journal.request_reindex()
-        self.catch_up()
-        return self.index().count()
+        index = self.index()
+        with self._lock, index.sync_lock():
+            self._apply(index)
+            return index.count()
+
+    def figures(self, timeout: float) -> tuple[int, int] | None:
+        """(watermark, points), read under the lock a rebuild holds; None if it holds it longer than `timeout`."""
+        if not self._lock.acquire(timeout=timeout):
+            return None
+        try:
+            index = self._index
+            return (index.watermark(), index.count()) if index is not None else (0, 0)
+        finally:
+            self._lock.release()
 
     # -- vectors -------------------------------------------------------------------
 
@@ -269,6 +282,10 @@ class IndexSync:
 
     def _tend_compaction(self) -> None:
         """Start a compaction when one is due; swap in its result when it is done."""
+        with self._lock:  # a search may be rebuilding the index (reindex request) right now
+            self._tend_compaction_locked()
+
+    def _tend_compaction_locked(self) -> None:
         index = self._index
         if not isinstance(index, Compactable):
             return
@@ -325,7 +342,7 @@ class IndexSync:
 
     # -- status ----------------------------------------------------------------------
 
-    def state(self) -> str:
+    def state(self) -> Literal["opening", "ready", "failed"]:
         if not self._opened.is_set():
             return "opening"
         return "ready" if self._index is not None else "failed"

@@ -302,10 +302,12 @@ class LedgerService:
         counts = self.journal.counts()
         journal_rev = self.journal.rev()
         embedder = self.sync.embedder
-        state = self.sync.state()
+        state: str = self.sync.state()
         index = self.sync.index(timeout=0) if state == "ready" else None
-        indexed_rev = index.watermark() if index else 0
-        points = index.count() if index else 0
+        figures = self.sync.figures(timeout=2.0) if index else (0, 0)
+        if figures is None:  # a rebuild holds the index; report what is known without waiting for it
+            state, figures = "busy", (0, 0)
+        indexed_rev, points = figures
         return Status(
             version=version(),
             root=str(self.paths.root),
@@ -323,7 +325,7 @@ class LedgerService:
                 state=state,
                 indexed_rev=indexed_rev,
                 journal_rev=journal_rev,
-                lag=max(journal_rev - indexed_rev, 0),
+                lag=max(journal_rev - indexed_rev, 0) if state != "busy" else 0,
                 points=points,
                 missing_embeddings=self.journal.count_missing_embeddings(embedder.identity),
                 events=[*self.sync.events, *([f"open failed: {self.sync.open_error}"] if self.sync.open_error else [])],

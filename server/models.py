@@ -83,7 +83,7 @@ class EmbeddingStatus(Record):
 class IndexStatus(Record):
     backend: str
     location: str
-    state: Literal["opening", "ready", "failed"]
+    state: Literal["opening", "ready", "busy", "failed"] = Field(description="busy: rebuilding; figures below are 0.")
     indexed_rev: int
     journal_rev: int
     lag: int = Field(description="Journal changes not yet applied to the index.")
