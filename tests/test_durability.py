@@ -84,6 +84,7 @@ async def test_two_servers_on_one_project_both_write_and_see_every_write(project
 async def test_the_cli_works_beside_a_running_server(project: Project) -> None:
     async with serve(project) as ledger:
         server_id = await ledger.remember("Postgres major version is pinned to 16.", kind="decision")
+        await ledger.settled()  # the server holds its index slot before the CLI looks for one
         cli_result = await anyio.to_thread.run_sync(
             lambda: cli(project, "remember", "Redis is only a cache, never a source of truth.", "--kind", "decision", "--json")
         )
