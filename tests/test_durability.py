@@ -90,6 +90,8 @@ async def test_the_cli_works_beside_a_running_server(project: Project) -> None:
         )
         assert cli_result["created"] is True
 
+        status = await ledger.settled()  # the server picks the CLI's write up from the journal and embeds it
+        assert status["counts"] == {"decision": 2}
         hits = await ledger.recall("is redis a source of truth?")
         assert hits[0]["id"] == cli_result["id"]
 
