@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -123,7 +123,6 @@ def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
     return _ordered([Hit(seq, score) for seq, score in scores.items()])[:limit]
 
 
-@dataclass
 class SparseEncoder:
     """BM25 term vectors from Qdrant's own tokenizer, built in-process for both backends.
 
@@ -133,10 +132,7 @@ class SparseEncoder:
     tokenizer's segmentation, which the code tokenizer lacks.
     """
 
-    _code: Any = field(init=False)
-    _multilingual: Any = field(init=False)
-
-    def __post_init__(self) -> None:
+    def __init__(self) -> None:
         from qdrant_edge import Bm25, Bm25Config, TokenizerType
 
         self._code = Bm25(Bm25Config(tokenizer=TokenizerType.Code))

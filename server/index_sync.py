@@ -333,9 +333,9 @@ class IndexSync:
             )
             log.error(self.events[-1])
             return
-        with self._lock:
-            index.replace_with(index.compaction_target(), drop_idle_copies=compaction.erasing)
-            self.catch_up()
+        # the caller, _tend_compaction, holds self._lock
+        index.replace_with(index.compaction_target(), drop_idle_copies=compaction.erasing)
+        self.catch_up()
         what = "forgotten memories erased from disk" if compaction.erasing else "search graphs built"
         self.events.append(f"index compacted in {elapsed:.0f}s: {what}")
         log.info(self.events[-1])

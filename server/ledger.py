@@ -67,13 +67,12 @@ def render_hit(hit: RecallHit) -> str:
     return f"[{hit.id} {hit.kind} {hit.created_at[:10]}{session}{tags}{flags}]\n{hit.text}"
 
 
-def parse_since(value: str, now: datetime | None = None) -> float:
+def parse_since(value: str) -> float:
     """An ISO date or datetime, or a relative age such as `30m`, `12h`, `2d`, `1w`; returns epoch seconds."""
-    now = now or datetime.now(UTC)
     relative = _RELATIVE.match(value)
     if relative:
         try:
-            return (now - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})).timestamp()
+            return (datetime.now(UTC) - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})).timestamp()
         except OverflowError:
             raise InvalidArgument(f"since={value!r} reaches back past year 1; use a smaller age or an ISO date") from None
     try:
@@ -94,13 +93,12 @@ class LedgerService:
         journal: Journal,
         sync: IndexSync,
         limits: Limits,
-        fusion: FusionParams | None = None,
     ) -> None:
         self.paths = paths
         self.journal = journal
         self.sync = sync
         self.limits = limits
-        self.fusion = fusion or FusionParams()
+        self.fusion = FusionParams()
         self.tokens = TokenCounter()
         self.project_context = ProjectContextFile(paths.project_context)
         self.pack_cache = PackCache(paths.data_dir / "session_start.json")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -43,14 +43,15 @@ class LedgerTools:
     def __init__(self, ledger: LedgerService) -> None:
         self.ledger = ledger
 
-    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def _call(self, fn: Callable[..., T], *args: Any, error: type[Exception] = ToolError) -> T:
+        """Run a service call off the event loop; failures become `error` (a tool or a resource error)."""
         try:
-            return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+            return await anyio.to_thread.run_sync(partial(fn, *args))
         except LedgerError as exc:
-            raise ToolError(str(exc)) from exc
+            raise error(str(exc)) from exc
         except Exception as exc:
             log.exception("unexpected failure in %s", getattr(fn, "__name__", fn))
-            raise ToolError(f"internal error ({type(exc).__name__}); nothing stored was lost. Details are in the server log.") from exc
+            raise error(f"internal error ({type(exc).__name__}); nothing stored was lost. Details are in the server log.") from exc
 
     async def remember(
         self,
@@ -109,10 +110,10 @@ class LedgerTools:
         return _answer(result, result.model_dump_json(indent=1))
 
     async def project_context(self) -> str:
-        return await self._call(self.ledger.project_context_text)
+        return await self._call(self.ledger.project_context_text, error=ResourceError)
 
     async def pinned_memories(self) -> str:
-        return await self._call(self.ledger.pinned_text)
+        return await self._call(self.ledger.pinned_text, error=ResourceError)
 
     async def session_start(self) -> str:
         """Project context and pinned memories: what to know before working on this project."""
