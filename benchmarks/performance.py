@@ -82,7 +82,7 @@ async def remember_throughput(count: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         async with stdio_client(server(Path(tmp))) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            started = time.perf_counter()
+            first_write = started = time.perf_counter()
             for n in range(count):
                 await session.call_tool("remember", {"text": f"{texts[n % len(texts)]} (#{n})"})
             sequential = count / (time.perf_counter() - started)
@@ -99,14 +99,13 @@ async def remember_throughput(count: int) -> dict[str, float]:
                     group.start_soon(one, n)
             pipelined = count / (time.perf_counter() - started)
 
-            started = time.perf_counter()
-            while True:  # the background worker embeds all 2*count memories
+            while True:  # the background worker embeds all 2*count memories, starting while they are written
                 status = (await session.call_tool("status", {})).structured_content
                 if status["index"]["missing_embeddings"] == 0 and status["embedding"]["state"] == "ready":
                     break
                 await anyio.sleep(0.2)
-            embedded = 2 * count / (time.perf_counter() - started)
-    return {"sequential": sequential, "pipelined": pipelined, "embedded_per_s_upper_bound": embedded}
+            embedded = 2 * count / (time.perf_counter() - first_write)
+    return {"sequential": sequential, "pipelined": pipelined, "embedded_per_s": embedded}
 
 
 def synthetic_journal(root: Path, size: int, seed: int = 7) -> Path:
@@ -248,7 +247,7 @@ def main() -> None:
         ("`tools/list` size", f"{start['tools_tokens']} tokens"),
         ("`remember` over stdio, one call at a time", f"{writes['sequential']:.0f} /s"),
         ("`remember` over stdio, 16 calls in flight", f"{writes['pipelined']:.0f} /s"),
-        ("background embedding of new memories (2 cores)", f"{writes['embedded_per_s_upper_bound']:.0f} /s"),
+        ("memories embedded per second, first write to last vector (lower bound: shares the CPU with the writes)", f"{writes['embedded_per_s']:.0f} /s"),
     ]
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
