@@ -25,7 +25,7 @@ from pathlib import Path
 
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
-from project_ledger.indexers.memory_index import FusionParams, SearchFilter, fuse
+from project_ledger.indexers.search_index import FusionParams, SearchFilter, fuse
 
 HERE = Path(__file__).parent
 CORPUS = HERE / "data" / "recall_corpus.json"

@@ -19,17 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .file_lock import FileLock
-from .memory_index import (
-    DENSE,
-    PAYLOAD_INDEXES,
-    SPARSE,
-    Candidates,
-    Hit,
-    IndexDoc,
-    IndexState,
-    SearchFilter,
-    SparseVec,
-)
+from .search_index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType, SparseVec
 
 MAX_SLOTS = 32
 
@@ -39,11 +29,14 @@ class EdgeIndex:
 
     backend = "qdrant-edge"
 
-    def __init__(self, slot: Path, dim: int, embedder_identity: str, lock: FileLock | None = None) -> None:
+    def __init__(
+        self, slot: Path, dim: int, embedder_identity: str, payload: dict[str, PayloadType], lock: FileLock | None = None
+    ) -> None:
         import qdrant_edge
 
         self._q = qdrant_edge
         self._dim = dim
+        self._payload = payload
         self._lock = lock
         self.events: list[str] = []
         self.location = str(slot)
@@ -54,15 +47,17 @@ class EdgeIndex:
         self._open()
 
     @classmethod
-    def open_slot(cls, index_dir: Path, dim: int, embedder_identity: str) -> EdgeIndex:
-        """The first slot no other process holds, locked for this process's lifetime."""
+    def open_slot(
+        cls, index_dir: Path, dim: int, embedder_identity: str, payload: dict[str, PayloadType], prefix: str = "edge"
+    ) -> EdgeIndex:
+        """The first slot `<prefix>-<n>` no other process holds, locked for this process's lifetime."""
         index_dir.mkdir(parents=True, exist_ok=True)
         for n in range(MAX_SLOTS):
-            lock = FileLock.try_acquire(index_dir / f"edge-{n}.lock")
+            lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
             if lock is None:
                 continue
             try:
-                return cls(index_dir / f"edge-{n}", dim, embedder_identity, lock)
+                return cls(index_dir / f"{prefix}-{n}", dim, embedder_identity, payload, lock)
             except BaseException:
                 lock.release()
                 raise
@@ -105,7 +100,7 @@ class EdgeIndex:
             "integer": q.PayloadSchemaType.Integer,
             "float": q.PayloadSchemaType.Float,
         }
-        for field_name, kind in PAYLOAD_INDEXES.items():
+        for field_name, kind in self._payload.items():
             self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
         self._state.epoch, self._state.watermark, self._state.shard, self._state.optimized = epoch, 0, name, 0
         self._state.save()
@@ -117,7 +112,7 @@ class EdgeIndex:
             if path.is_dir() and path.name not in (self._state.shard, "compacted"):
                 shutil.rmtree(path, ignore_errors=True)
 
-    # -- MemoryIndex ---------------------------------------------------------
+    # -- SearchIndex ---------------------------------------------------------
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
@@ -136,7 +131,7 @@ class EdgeIndex:
         self._state.watermark = rev
         self._state.save()
 
-    def upsert(self, docs: Sequence[IndexDoc]) -> None:
+    def upsert(self, docs: Sequence[Indexable]) -> None:
         q = self._q
         points = []
         for doc in docs:
@@ -151,22 +146,19 @@ class EdgeIndex:
         if seqs:
             self._shard.update(self._q.UpdateOperation.delete_points(list(seqs)))
 
-    def _filter(self, where: SearchFilter) -> Any:
+    def _filter(self, where: Sequence[Match]) -> Any:
         q = self._q
         must: list[Any] = []
-        if where.kinds:
-            must.append(q.FieldCondition("kind", match=q.MatchAny(list(where.kinds))))
-        if where.tags:
-            must.append(q.FieldCondition("tags", match=q.MatchAny(list(where.tags))))
-        if where.session is not None:
-            must.append(q.FieldCondition("session", match=q.MatchValue(where.session)))
-        if where.since is not None:
-            must.append(q.FieldCondition("created", range=q.RangeFloat(gte=where.since)))
-        if not where.include_superseded:
-            must.append(q.FieldCondition("superseded", match=q.MatchValue(0)))
+        for match in where:
+            if match.at_least is not None:
+                must.append(q.FieldCondition(match.field, range=q.RangeFloat(gte=match.at_least)))
+            elif len(match.any_of) == 1:
+                must.append(q.FieldCondition(match.field, match=q.MatchValue(match.any_of[0])))
+            else:
+                must.append(q.FieldCondition(match.field, match=q.MatchAny(list(match.any_of))))
         return q.Filter(must=must) if must else None
 
-    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
+    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: Sequence[Match], limit: int) -> Candidates:
         q = self._q
         flt = self._filter(where)
         requests = [
@@ -235,7 +227,8 @@ class EdgeIndex:
             self._drop_idle_slots()
 
     def _drop_idle_slots(self) -> None:
-        for lock_path in self._slot.parent.glob("edge-*.lock"):
+        prefix = self._slot.name.rsplit("-", 1)[0]
+        for lock_path in self._slot.parent.glob(f"{prefix}-*.lock"):
             slot = lock_path.with_suffix("")
             if slot == self._slot:
                 continue

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .file_lock import FileLock
-from .memory_index import DENSE, PAYLOAD_INDEXES, SPARSE, Candidates, Hit, IndexDoc, IndexState, SearchFilter, SparseVec
+from .search_index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType, SparseVec
 
 
 class QdrantIndex:
@@ -29,11 +29,15 @@ class QdrantIndex:
         state_dir: Path,
         dim: int,
         embedder_identity: str,
+        payload: dict[str, PayloadType],
         location: str,
+        owns_client: bool = True,
     ) -> None:
         from qdrant_client import models
 
         self._models = models
+        self._payload = payload
+        self._owns_client = owns_client
         self._client = client
         self._collection = collection
         self._dim = dim
@@ -50,13 +54,15 @@ class QdrantIndex:
                     self.events.append(f"collection {collection} did not match this journal or model: rebuilt from the journal")
                 self.reset(epoch=0)
 
-    @classmethod
-    def connect(cls, url: str | None, api_key: str | None, path: Path | None, **kwargs: Any) -> QdrantIndex:
+    @staticmethod
+    def client(url: str | None, api_key: str | None, path: Path | None) -> tuple[Any, str]:
+        """A client and a description of where it points. Local mode (`path`) allows one client per folder,
+        so the memory and code indexes share one."""
         from qdrant_client import QdrantClient
 
         if path is not None:
-            return cls(QdrantClient(path=str(path)), location=f"local {path}", **kwargs)
-        return cls(QdrantClient(url=url, api_key=api_key), location=str(url), **kwargs)
+            return QdrantClient(path=str(path)), f"local {path}"
+        return QdrantClient(url=url, api_key=api_key), str(url)
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
@@ -68,7 +74,7 @@ class QdrantIndex:
         finally:
             lock.release()
 
-    # -- MemoryIndex ---------------------------------------------------------
+    # -- SearchIndex ---------------------------------------------------------
 
     def watermark(self) -> int:
         return self._state.watermark
@@ -80,7 +86,7 @@ class QdrantIndex:
         self._state.watermark = rev
         self._state.save()
 
-    def upsert(self, docs: Sequence[IndexDoc]) -> None:
+    def upsert(self, docs: Sequence[Indexable]) -> None:
         m = self._models
         points = []
         for doc in docs:
@@ -96,22 +102,19 @@ class QdrantIndex:
             selector = self._models.PointIdsList(points=list(seqs))
             self._client.delete(self._collection, points_selector=selector, wait=True)
 
-    def _filter(self, where: SearchFilter) -> Any:
+    def _filter(self, where: Sequence[Match]) -> Any:
         m = self._models
         must: list[Any] = []
-        if where.kinds:
-            must.append(m.FieldCondition(key="kind", match=m.MatchAny(any=list(where.kinds))))
-        if where.tags:
-            must.append(m.FieldCondition(key="tags", match=m.MatchAny(any=list(where.tags))))
-        if where.session is not None:
-            must.append(m.FieldCondition(key="session", match=m.MatchValue(value=where.session)))
-        if where.since is not None:
-            must.append(m.FieldCondition(key="created", range=m.Range(gte=where.since)))
-        if not where.include_superseded:
-            must.append(m.FieldCondition(key="superseded", match=m.MatchValue(value=0)))
+        for match in where:
+            if match.at_least is not None:
+                must.append(m.FieldCondition(key=match.field, range=m.Range(gte=match.at_least)))
+            elif len(match.any_of) == 1:
+                must.append(m.FieldCondition(key=match.field, match=m.MatchValue(value=match.any_of[0])))
+            else:
+                must.append(m.FieldCondition(key=match.field, match=m.MatchAny(any=list(match.any_of))))
         return m.Filter(must=must) if must else None
 
-    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
+    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: Sequence[Match], limit: int) -> Candidates:
         m = self._models
         flt = self._filter(where)
         terms = m.SparseVector(indices=sparse.indices, values=sparse.values)
@@ -141,11 +144,12 @@ class QdrantIndex:
         }
         with warnings.catch_warnings():  # local mode warns that it ignores payload indexes
             warnings.simplefilter("ignore")
-            for name, kind in PAYLOAD_INDEXES.items():
+            for name, kind in self._payload.items():
                 self._client.create_payload_index(self._collection, field_name=name, field_schema=schema[kind])
         self._state.epoch, self._state.watermark = epoch, 0
         self._state.save()
 
     def close(self) -> None:
-        self._client.close()
+        if self._owns_client:
+            self._client.close()
 

@@ -32,6 +32,8 @@ Examples:
   project-ledger remember "Use Postgres 16" --kind decision --tag db
   project-ledger recall "which database?" -k 3
   project-ledger status --json
+  project-ledger index --watch              # index the source tree, then follow edits
+  project-ledger symbols UserService.update_profile
 """
 
 
@@ -215,3 +217,66 @@ def reindex(settings: Settings) -> None:
         started = time.perf_counter()
         points = ledger.reindex()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--watch", is_flag=True, help="Keep running and re-index files as they change (Ctrl-C stops).")
+@click.option("--embed", is_flag=True, help="Also compute the symbols' dense vectors now (a server does it in the background).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@project_options
+@ledger_errors
+def index(settings: Settings, path: Path | None, watch: bool, embed: bool, as_json: bool) -> None:
+    """Index the source tree's symbols and references (PATH: the project root; default: the current one).
+
+    Only files changed since the last run are parsed again.
+
+    \b
+    Examples:
+      project-ledger index
+      project-ledger index ~/src/app --watch
+    """
+    from .code_reporting import index_with_progress
+
+    if path is not None:
+        settings = settings.model_copy(update={"root": path})
+    with opened(settings) as ledger:
+        code = ledger.require_code()
+        summary = index_with_progress(code, embed=embed, as_json=as_json)
+        click.echo(summary)
+        if watch:
+            code.watch_until_interrupted(lambda line: click.echo(line, err=True))
+
+
+@main.command()
+@click.argument("name")
+@click.option("--kind", help="function, method, class, struct, interface, enum, trait, type, constant, module or macro.")
+@click.option("--language", help="python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, ruby, php, ...")
+@click.option("--path", "under", help="Only under this file or directory.")
+@click.option("--limit", default=20, show_default=True, help="How many definitions (1-200).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@project_options
+@ledger_errors
+def symbols(settings: Settings, name: str, kind: str | None, language: str | None, under: str | None, limit: int, as_json: bool) -> None:
+    """Find where NAME is defined (the find_symbol tool from the shell). Brings the index up to date first.
+
+    \b
+    Examples:
+      project-ledger symbols parse_since
+      project-ledger symbols LedgerService.recall --json
+      project-ledger symbols Retry --kind class --language python
+    """
+    from .code_service import render_symbol
+
+    with opened(settings) as ledger:
+        code = ledger.require_code()
+        code.indexer.scan()
+        result = code.find_symbol(name, kind, language, under, limit)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    if not result.symbols:
+        click.echo(f"No definition of {name!r} found.", err=True)
+        raise SystemExit(1)
+    click.echo(f"({len(result.symbols)} by {result.matched_by})", err=True)
+    click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))

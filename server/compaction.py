@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from project_ledger.indexers.edge_index import EdgeIndex
-from project_ledger.indexers.memory_index import SparseEncoder
+from project_ledger.indexers.search_index import MEMORY_PAYLOAD
+from project_ledger.indexers.search_index import SparseEncoder
 
 from .index_sync import apply_changes
 from .journal import Journal
@@ -22,7 +23,7 @@ from .journal import Journal
 
 def compact(journal_path: Path, target: Path, model: str, dim: int) -> None:
     journal = Journal(journal_path)
-    index = EdgeIndex(target, dim, model)
+    index = EdgeIndex(target, dim, model, MEMORY_PAYLOAD)
     try:
         index.reset(journal.reindex_epoch())  # empty: apply_changes marks it erased through today's forgets
         apply_changes(journal, index, SparseEncoder(), model)

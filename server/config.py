@@ -49,6 +49,13 @@ class Settings(BaseSettings):
         default=2000, ge=100, description="Cap on the session-start pack (project_context.md + pins), in tokens."
     )
 
+    code_index: bool = Field(default=True, description="Index the project's source code (symbols and references).")
+    watch: bool = Field(default=True, description="Keep the code index current with a file watcher while serving.")
+    code_max_file_bytes: int = Field(default=1024 * 1024, ge=1, description="Larger source files are skipped.")
+    code_parse_workers: int | None = Field(
+        default=None, ge=1, description="Processes parsing source files on a full index. Default: all cores, at most 4."
+    )
+
     @model_validator(mode="after")
     def _one_qdrant_target(self) -> Settings:
         if self.qdrant_url and self.qdrant_path:

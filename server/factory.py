@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from typing import Any
 
-from project_ledger.indexers.embedding import create_embedder
-from project_ledger.indexers.memory_index import MemoryIndex
+from project_ledger.indexers.embedding import Embedder, create_embedder
+from project_ledger.indexers.search_index import MEMORY_PAYLOAD, PayloadType, SearchIndex
 
+from .code_indexer import CodeIndexer
+from .code_search import CODE_PAYLOAD, CodeSearch
+from .code_service import CodeService
+from .code_store import CodeStore
 from .config import ProjectPaths, Settings, resolve_paths
 from .errors import StorageError
 from .index_sync import IndexSync
 from .journal import Journal
 from .ledger import LedgerService, Limits
+from .tokens import TokenCounter
 
 
 def prepare_data_dir(paths: ProjectPaths) -> None:
@@ -34,22 +43,64 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     journal = Journal(paths.journal)
     embedder = create_embedder(settings.embed_model, settings.embed_model_path, paths.model_dir, settings.embed_threads)
 
-    def open_index() -> MemoryIndex:
-        if settings.qdrant_url or settings.qdrant_path:
-            from project_ledger.indexers.qdrant_index import QdrantIndex
+    @cache
+    def qdrant_client() -> tuple[Any, str]:
+        from project_ledger.indexers.qdrant_index import QdrantIndex
 
-            return QdrantIndex.connect(
-                settings.qdrant_url,
-                settings.qdrant_api_key,
-                settings.qdrant_path,
-                collection=settings.qdrant_collection or paths.collection_name(journal.journal_id()),
-                state_dir=paths.index_dir,
-                dim=embedder.dim,
-                embedder_identity=embedder.identity,
-            )
-        from project_ledger.indexers.edge_index import EdgeIndex
+        return QdrantIndex.client(settings.qdrant_url, settings.qdrant_api_key, settings.qdrant_path)
 
-        return EdgeIndex.open_slot(paths.index_dir, embedder.dim, embedder.identity)
+    def open_index() -> SearchIndex:
+        return open_search_index(settings, paths, journal, embedder, MEMORY_PAYLOAD, qdrant_client, "")
 
     sync = IndexSync(journal, open_index, embedder)
-    return LedgerService(paths, journal, sync, Limits(settings.max_text_bytes, settings.instructions_tokens))
+    tokens = TokenCounter()
+    code = open_code_service(settings, paths, journal, embedder, sync.model_settled, tokens, qdrant_client) if settings.code_index else None
+    return LedgerService(paths, journal, sync, Limits(settings.max_text_bytes, settings.instructions_tokens), tokens, code)
+
+
+def open_search_index(
+    settings: Settings,
+    paths: ProjectPaths,
+    journal: Journal,
+    embedder: Embedder,
+    payload: dict[str, PayloadType],
+    qdrant_client: Callable[[], tuple[Any, str]],
+    suffix: str,
+) -> SearchIndex:
+    """The embedded shard (slots named `edge-<n>`, or `code-<n>` for symbols) or a collection on a Qdrant server."""
+    if settings.qdrant_url or settings.qdrant_path:
+        from project_ledger.indexers.qdrant_index import QdrantIndex
+
+        client, location = qdrant_client()
+        collection = settings.qdrant_collection or paths.collection_name(journal.journal_id())
+        return QdrantIndex(
+            client,
+            collection=f"{collection}-{suffix}" if suffix else collection,
+            state_dir=paths.index_dir,
+            dim=embedder.dim,
+            embedder_identity=embedder.identity,
+            payload=payload,
+            location=location,
+            owns_client=not suffix,  # the memory index closes the shared client, last
+        )
+    from project_ledger.indexers.edge_index import EdgeIndex
+
+    return EdgeIndex.open_slot(paths.index_dir, embedder.dim, embedder.identity, payload, prefix=suffix or "edge")
+
+
+def open_code_service(
+    settings: Settings,
+    paths: ProjectPaths,
+    journal: Journal,
+    embedder: Embedder,
+    model_ready: threading.Event,
+    tokens: TokenCounter,
+    qdrant_client: Callable[[], tuple[Any, str]],
+) -> CodeService:
+    """The code index over the journal's database; its search points go to their own shard or collection."""
+    store = CodeStore(journal.path)
+    indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers)
+    search = CodeSearch(
+        store, lambda: open_search_index(settings, paths, journal, embedder, CODE_PAYLOAD, qdrant_client, "code"), embedder, model_ready
+    )
+    return CodeService(paths.root, store, indexer, search, tokens, settings.watch)

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Literal
 
 from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
-from project_ledger.indexers.memory_index import (
+from project_ledger.indexers.search_index import (
     Candidates,
     Compactable,
     IndexDoc,
-    MemoryIndex,
+    SearchIndex,
     SearchFilter,
     SparseEncoder,
 )
@@ -64,7 +64,7 @@ def _doc(change: Change, encoder: SparseEncoder) -> IndexDoc:
     )
 
 
-def apply_changes(journal: Journal, index: MemoryIndex, encoder: SparseEncoder, model: str) -> None:
+def apply_changes(journal: Journal, index: SearchIndex, encoder: SparseEncoder, model: str) -> None:
     """Bring `index` up to the journal's latest revision.
 
     An index that starts empty holds none of the memories forgotten so far, so
@@ -94,18 +94,18 @@ class _Compaction:
 
 
 class IndexSync:
-    def __init__(self, journal: Journal, open_index: Callable[[], MemoryIndex], embedder: Embedder) -> None:
+    def __init__(self, journal: Journal, open_index: Callable[[], SearchIndex], embedder: Embedder) -> None:
         self._journal = journal
         self._open_index = open_index
         self.embedder = embedder
         self._encoder: SparseEncoder | None = None
-        self._index: MemoryIndex | None = None
+        self._index: SearchIndex | None = None
         self._open_error: str | None = None
         self._opened = threading.Event()
         self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._model_settled = threading.Event()
+        self.model_settled = threading.Event()  # set once the model has loaded or failed to
         self._thread: threading.Thread | None = None
         self._compaction: _Compaction | None = None
         self._compaction_failed_at: float | None = None
@@ -140,7 +140,7 @@ class IndexSync:
 
     def wait_for_model(self, timeout: float) -> None:
         """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
-        self._model_settled.wait(timeout)
+        self.model_settled.wait(timeout)
 
     def kick(self) -> None:
         """Something was written: embed and index it soon."""
@@ -166,7 +166,7 @@ class IndexSync:
     def _run(self) -> None:
         self._open()
         self.embedder.load()
-        self._model_settled.set()
+        self.model_settled.set()
         last_open_attempt = time.monotonic()
         while not self._stop.is_set():
             if self._index is None:
@@ -188,7 +188,7 @@ class IndexSync:
 
     # -- searching and catching up -----------------------------------------------
 
-    def index(self, timeout: float = 60.0) -> MemoryIndex:
+    def index(self, timeout: float = 60.0) -> SearchIndex:
         """The open index, waiting for the start-up open if it is still running."""
         if not self._opened.wait(timeout):
             raise IndexUnavailable("the search index is still opening; retry in a few seconds")
@@ -205,14 +205,14 @@ class IndexSync:
         with self._lock, index.sync_lock():
             self._apply(index)
             assert self._encoder is not None
-            return index.candidates(dense, self._encoder.query(query), where, limit)
+            return index.candidates(dense, self._encoder.query(query), where.conditions(), limit)
 
     def catch_up(self) -> None:
         index = self.index()
         with self._lock, index.sync_lock():
             self._apply(index)
 
-    def _apply(self, index: MemoryIndex) -> None:
+    def _apply(self, index: SearchIndex) -> None:
         """Catch up. The caller holds `self._lock` and `index.sync_lock()`."""
         assert self._encoder is not None
         epoch = self._journal.reindex_epoch()
@@ -221,7 +221,7 @@ class IndexSync:
             self.events.append("index rebuilt on request (project-ledger reindex)")
         apply_changes(self._journal, index, self._encoder, self.embedder.identity)
 
-    def _verify(self, index: MemoryIndex) -> None:
+    def _verify(self, index: SearchIndex) -> None:
         """A shard can load yet have lost points (truncated files): compare with the journal, rebuild if off.
 
         The comparison needs the index to reflect exactly the journal state that

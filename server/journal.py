@@ -17,7 +17,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .errors import InvalidArgument, MemoryForgotten, MemoryNotFound, StorageError
 from .models import Memory
+from .schema import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 15_000
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -47,49 +48,6 @@ def new_memory_id() -> str:
     return "m" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
 
 
-def _m001_create_memories(db: sqlite3.Connection) -> None:
-    db.execute(
-        """
-        CREATE TABLE memories (
-            seq INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            text TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            tags TEXT NOT NULL DEFAULT '[]',
-            session TEXT,
-            role TEXT,
-            files TEXT NOT NULL DEFAULT '[]',
-            symbols TEXT NOT NULL DEFAULT '[]',
-            content_hash TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            pinned INTEGER NOT NULL DEFAULT 0,
-            superseded_by TEXT,
-            deleted_at TEXT,
-            access_count INTEGER NOT NULL DEFAULT 0,
-            last_accessed_at TEXT,
-            rev INTEGER NOT NULL
-        )
-        """
-    )
-    db.execute("CREATE INDEX memories_rev ON memories(rev)")
-    db.execute(
-        "CREATE INDEX memories_dedup ON memories(content_hash, session) WHERE deleted_at IS NULL AND superseded_by IS NULL"
-    )
-    db.execute("CREATE INDEX memories_pinned ON memories(pinned) WHERE pinned = 1 AND deleted_at IS NULL")
-    # One row per model: processes configured with different models must not overwrite each other's vectors.
-    db.execute(
-        "CREATE TABLE embeddings (seq INTEGER NOT NULL REFERENCES memories(seq), model TEXT NOT NULL, "
-        "vector BLOB NOT NULL, PRIMARY KEY (seq, model))"
-    )
-    # rev: every change; reindex: `project-ledger reindex` requests; forgets: memories forgotten so far.
-    db.execute("CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
-    db.execute("INSERT INTO counters (name, value) VALUES ('rev', 0), ('reindex', 0), ('forgets', 0)")
-    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    db.execute("INSERT INTO meta (key, value) VALUES ('journal_id', ?)", (secrets.token_hex(8),))
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_create_memories,)
 
 
 @dataclass(frozen=True)

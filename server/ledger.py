@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 
-from project_ledger.indexers.memory_index import FusionParams, SearchFilter, fuse
+from project_ledger.indexers.search_index import FusionParams, SearchFilter, fuse
 
 from .config import ProjectPaths
 from .errors import InvalidArgument, StorageError
@@ -33,6 +33,7 @@ from .models import (
     Status,
 )
 from .session_start import PackCache, ProjectContextFile, build_session_start, missing_context_text, render_pinned
+from .code_service import CodeService
 from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -93,13 +94,16 @@ class LedgerService:
         journal: Journal,
         sync: IndexSync,
         limits: Limits,
+        tokens: TokenCounter,
+        code: CodeService | None,
     ) -> None:
         self.paths = paths
         self.journal = journal
         self.sync = sync
         self.limits = limits
         self.fusion = FusionParams()
-        self.tokens = TokenCounter()
+        self.tokens = tokens
+        self.code = code
         self.project_context = ProjectContextFile(paths.project_context)
         self.pack_cache = PackCache(paths.data_dir / "session_start.json")
 
@@ -107,11 +111,20 @@ class LedgerService:
         """Background start-up for a long-running server: the index and model, and the tokenizer's
         half-second load, all kept off the first request."""
         self.sync.start()
+        if self.code is not None:
+            self.code.start()
         threading.Thread(target=self.tokens.count, args=("warm up",), name="ledger-tokens", daemon=True).start()
 
     def close(self) -> None:
+        if self.code is not None:
+            self.code.close()
         self.sync.stop()
         self.journal.close()
+
+    def require_code(self) -> CodeService:
+        if self.code is None:
+            raise InvalidArgument("the code index is turned off (LEDGER_CODE_INDEX=false)")
+        return self.code
 
     # -- validation --------------------------------------------------------------
 
@@ -330,6 +343,7 @@ class LedgerService:
                 compaction=self.sync.compaction_state(),
             ),
             embedding=EmbeddingStatus(model=embedder.identity, state=embedder.state, detail=embedder.detail),
+            code=self.code.status() if self.code is not None else None,
         )
 
 

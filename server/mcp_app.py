@@ -25,7 +25,19 @@ from .config import Settings
 from .errors import LedgerError
 from .factory import open_ledger
 from .ledger import LedgerService, render_results, version
-from .models import Ack, Kind, RecallResult, RememberResult, Status
+from .code_service import render_symbol
+from .models import (
+    Ack,
+    FindSymbolResult,
+    Kind,
+    RecallResult,
+    ReferencesResult,
+    RememberResult,
+    RepoMapResult,
+    SearchCodeResult,
+    Status,
+    SymbolKind,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -109,6 +121,60 @@ class LedgerTools:
         result = await self._call(self.ledger.status)
         return _answer(result, result.model_dump_json(indent=1))
 
+    # -- code index ----------------------------------------------------------------
+
+    async def find_symbol(
+        self,
+        name: Annotated[str, Field(description="A name (update_profile) or qualified name (UserService.update_profile).")],
+        kind: SymbolKind | None = None,
+        language: Annotated[str | None, Field(description="python, typescript, go, rust, ...")] = None,
+        path: Annotated[str | None, Field(description="Only under this file or directory (relative to the root).")] = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+    ) -> Annotated[CallToolResult, FindSymbolResult]:
+        """Where a function, class, method or constant is defined: file, lines, signature and docstring.
+        Tries the exact name, the exact qualified name, case-insensitive, then prefix."""
+        result = await self._call(self.ledger.require_code().find_symbol, name, kind, language, path, limit)
+        header = f"{len(result.symbols)} definitions ({result.matched_by})" + (f"; {result.note}" if result.note else "")
+        return _answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
+
+    async def search_code(
+        self,
+        query: Annotated[str, Field(description="What the code does, or words from its names: 'retry backoff'.")],
+        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        language: str | None = None,
+        path: Annotated[str | None, Field(description="Only under this file or directory.")] = None,
+    ) -> Annotated[CallToolResult, SearchCodeResult]:
+        """Find code symbols by meaning and by identifier words (hybrid search). Best first."""
+        result = await self._call(self.ledger.require_code().search_code, query, k, language, path)
+        header = f"{len(result.results)} symbols ({result.mode})" + (f"; {result.note}" if result.note else "")
+        return _answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
+
+    async def find_references(
+        self,
+        name: Annotated[str, Field(description="The name whose use sites to list.")],
+        path: Annotated[str | None, Field(description="Only uses under this file or directory.")] = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> Annotated[CallToolResult, ReferencesResult]:
+        """Where a name is used (calls, type uses, imports), with the line of code."""
+        result = await self._call(self.ledger.require_code().find_references, name, path, limit)
+        header = f"{len(result.references)} uses" + (" (more not shown)" if result.truncated else "")
+        header += f"; {result.note}" if result.note else ""
+        lines = [f"{r.path}:{r.line}: {r.context}" for r in result.references]
+        return _answer(result, "\n".join([header, *lines]))
+
+    async def repo_map(
+        self,
+        token_budget: Annotated[int, Field(ge=1, le=32_000)] = 1024,
+        focus: Annotated[
+            list[str], Field(description="Files, directories or symbol names to centre the map on.")
+        ] = [],  # noqa: B006 - the schema default the clients see; never mutated
+    ) -> Annotated[CallToolResult, RepoMapResult]:
+        """An outline of the repository's most important files and definitions, within a token budget."""
+        result = await self._call(self.ledger.require_code().repo_map, token_budget, list(focus))
+        header = f"repo map: {result.definitions} of {result.total_definitions} definitions in {result.files} files, {result.tokens} tokens"
+        header += f"; {result.note}" if result.note else ""
+        return _answer(result, f"{header}\n{result.text}")
+
     async def project_context(self) -> str:
         return await self._call(self.ledger.project_context_text, error=ResourceError)
 
@@ -145,6 +211,9 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
     app.add_tool(tools.unpin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
     app.add_tool(tools.forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
     app.add_tool(tools.status, annotations=ToolAnnotations(read_only_hint=True))
+    if ledger.code is not None:
+        for tool in (tools.find_symbol, tools.search_code, tools.find_references, tools.repo_map):
+            app.add_tool(tool, annotations=ToolAnnotations(read_only_hint=True))
     app.resource(
         "ledger://project-context", name="project-context", description="project_context.md as it is now", mime_type="text/markdown"
     )(tools.project_context)

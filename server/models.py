@@ -106,8 +106,93 @@ class Status(Record):
     session_start_cut: bool = Field(description="The session-start pack is cut to fit its token cap.")
     index: IndexStatus
     embedding: EmbeddingStatus
+    code: CodeStatus | None = Field(default=None, description="The code-symbol index; null when it is turned off.")
 
 
 class SessionStart(Record):
     text: str
     truncated: bool = Field(description="True when project_context.md or pins were cut to fit the cap.")
+
+
+# -- code index ----------------------------------------------------------------
+
+SymbolKind = Literal["function", "method", "class", "struct", "interface", "enum", "trait", "type", "constant", "module", "macro"]
+SymbolMatch = Literal["exact name", "exact qualified name", "qualified name suffix", "case-insensitive", "prefix", "none"]
+
+
+class CodeSymbol(Record):
+    name: str
+    qualname: str = Field(description="Qualified name: Class.method, Type::fn, module.func.")
+    kind: str
+    language: str
+    path: str = Field(description="Relative to the project root.")
+    start_line: int
+    end_line: int
+    signature: str
+    doc: str
+    parent: str
+
+
+class FindSymbolResult(Record):
+    symbols: list[CodeSymbol]
+    matched_by: SymbolMatch = Field(description="The first matching rule that found something.")
+    note: str | None = None
+
+
+class CodeHit(CodeSymbol):
+    score: float
+
+
+class SearchCodeResult(Record):
+    results: list[CodeHit]
+    mode: RecallMode
+    note: str | None = None
+
+
+class ReferenceSite(Record):
+    name: str
+    path: str
+    line: int
+    kind: str = Field(description="How the name is used: call, type, import, ...")
+    context: str = Field(description="The source line, trimmed.")
+
+
+class ReferencesResult(Record):
+    references: list[ReferenceSite]
+    definitions: int = Field(description="How many definitions of this name the index holds.")
+    truncated: bool
+    note: str | None = None
+
+
+class RepoMapResult(Record):
+    text: str
+    tokens: int
+    files: int
+    definitions: int = Field(description="Definitions shown.")
+    total_definitions: int
+    note: str | None = None
+
+
+class ScanStatus(Record):
+    files: int
+    parsed: int
+    unchanged: int
+    removed: int
+    seconds: float
+    skipped: dict[str, int]
+
+
+class CodeStatus(Record):
+    files: int
+    symbols: int
+    references: int
+    languages: dict[str, int] = Field(description="Indexed files per language.")
+    indexing: str | None = Field(description="Progress of a scan in progress, if any.")
+    last_scan: ScanStatus | None
+    watcher: Literal["running", "off", "failed"]
+    pending_vectors: int = Field(description="Symbols without a dense vector yet (search_code ranks them on BM25).")
+    search_lag: int | None = Field(description="Code revisions not yet in the search index; null while it opens.")
+    error: str | None = None
+
+
+Status.model_rebuild()  # it refers to CodeStatus, defined after it

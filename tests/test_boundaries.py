@@ -41,7 +41,7 @@ def sources(folder: str) -> list[Path]:
 
 def test_relative_imports_resolve_to_installed_names() -> None:
     assert "project_ledger.journal" in imports_of(ROOT / "server" / "ledger.py")
-    assert "project_ledger.indexers.memory_index" in imports_of(ROOT / "indexers" / "edge_index.py")
+    assert "project_ledger.indexers.search_index" in imports_of(ROOT / "indexers" / "edge_index.py")
 
 
 @pytest.mark.parametrize("path", [p for p in sources("server") if module_name(p) not in EDGES], ids=lambda p: p.name)

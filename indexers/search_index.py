@@ -1,8 +1,9 @@
-"""The search index over memories, as one small interface with two backends.
+"""The search index, as one small interface with two backends (Qdrant Edge embedded, qdrant-client).
 
-A point is a memory: its journal `seq` as id, a named dense vector (`dense`),
-a BM25 sparse vector (`bm25`, IDF applied by the engine) and a payload with
-only what filters need (kind, tags, session, pinned, superseded, created).
+A point has an integer id from the journal, a named dense vector (`dense`), a
+BM25 sparse vector (`bm25`, IDF applied by the engine) and a payload with only
+what filters need. Two kinds of points use it, each in its own shard or
+collection: memories (`IndexDoc`) and code symbols (see `code_search.py`).
 The text itself is never stored in the index: the journal holds it, so
 `forget` has one place to scrub.
 
@@ -19,13 +20,14 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 STATE_FORMAT = 1
 DENSE = "dense"
 SPARSE = "bm25"
+PayloadType = Literal["keyword", "integer", "float"]
 # Flags are stored as 0/1 integers: qdrant-edge's bindings turn a Python bool in a match into an int.
-PAYLOAD_INDEXES = {
+MEMORY_PAYLOAD: dict[str, PayloadType] = {
     "kind": "keyword",
     "tags": "keyword",
     "session": "keyword",
@@ -44,7 +46,33 @@ class SparseVec:
 
 
 @dataclass(frozen=True)
+class Match:
+    """One payload condition: `field` equals one of `any_of`, or (with `at_least`) is at least that."""
+
+    field: str
+    any_of: tuple[str | int, ...] = ()
+    at_least: float | None = None
+
+
+class Indexable(Protocol):
+    """What a backend needs of a point."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def sparse(self) -> SparseVec: ...
+
+    @property
+    def vector(self) -> list[float] | None: ...
+
+    def payload(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
 class IndexDoc:
+    """A memory as a point."""
+
     seq: int
     sparse: SparseVec
     vector: list[float] | None
@@ -73,6 +101,20 @@ class SearchFilter:
     session: str | None = None
     since: float | None = None
     include_superseded: bool = False
+
+    def conditions(self) -> list[Match]:
+        found: list[Match] = []
+        if self.kinds:
+            found.append(Match("kind", tuple(self.kinds)))
+        if self.tags:
+            found.append(Match("tags", tuple(self.tags)))
+        if self.session is not None:
+            found.append(Match("session", (self.session,)))
+        if self.since is not None:
+            found.append(Match("created", at_least=self.since))
+        if not self.include_superseded:
+            found.append(Match("superseded", (0,)))
+        return found
 
 
 @dataclass(frozen=True)
@@ -208,7 +250,7 @@ class IndexState:
         os.replace(tmp, self.path)
 
 
-class MemoryIndex(Protocol):
+class SearchIndex(Protocol):
     """What the ledger needs from a search backend."""
 
     backend: str
@@ -229,11 +271,11 @@ class MemoryIndex(Protocol):
         """The journal's reindex epoch this index was built in; a newer one means rebuild."""
         ...
 
-    def upsert(self, docs: Sequence[IndexDoc]) -> None: ...
+    def upsert(self, docs: Sequence[Indexable]) -> None: ...
 
     def delete(self, seqs: Sequence[int]) -> None: ...
 
-    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
+    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: Sequence[Match], limit: int) -> Candidates:
         """The top `limit` by dense similarity (none when `dense` is None) and by BM25, in one request."""
         ...
 

@@ -1,0 +1,235 @@
+"""Keeps the code tables in step with the source tree: a full scan at start, then single paths from the watcher.
+
+A scan stats every source file and re-parses only those whose size or mtime
+changed and whose content hash really differs. Large batches are parsed in a
+pool of processes (tree-sitter parsing is CPU-bound and holds the GIL in the
+Python bindings' query loop); small ones in the calling thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from project_ledger.indexers.languages import BY_NAME, Grammars, language_for
+from project_ledger.indexers.source_files import IGNORE_FILES, SKIPPED_DIRS, IgnoreRules, Skipped, SourceFile, check_file, walk
+from project_ledger.indexers.symbols import extract
+
+from .code_store import CodeStore, FileRecord, ParsedFile
+
+log = logging.getLogger(__name__)
+
+BATCH_FILES = 200  # files per transaction
+POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
+CHUNK_FILES = 16  # files per task sent to a worker process
+
+_worker_grammars: Grammars | None = None
+
+
+def _parse_chunk(root: str, chunk: list[tuple[str, str, int, int]]) -> list[ParsedFile | tuple[str, str]]:
+    """Parse files in a worker process: (path, language, size, mtime_ns) in; a ParsedFile or (path, why not) out."""
+    global _worker_grammars
+    if _worker_grammars is None:
+        _worker_grammars = Grammars()
+    return [parse_file(_worker_grammars, Path(root), *item) for item in chunk]
+
+
+def parse_file(grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int) -> ParsedFile | tuple[str, str]:
+    try:
+        source = (root / path).read_bytes()
+    except FileNotFoundError:
+        return path, "deleted"
+    except OSError as exc:
+        return path, f"unreadable ({exc.strerror or exc})"
+    digest = hashlib.blake2b(source, digest_size=16).hexdigest()
+    symbols = extract(grammars.get(BY_NAME[language]), source)
+    record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
+    return ParsedFile(record, symbols.definitions, symbols.references)
+
+
+@dataclass
+class ScanSummary:
+    files: int = 0  # source files in the tree
+    parsed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    skipped: Skipped = field(default_factory=Skipped)
+
+
+@dataclass
+class Progress:
+    """What the indexer is doing, for `status` and for notes on tool results."""
+
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    started: float = 0.0
+    last: ScanSummary | None = None
+    last_error: str | None = None
+
+    def note(self) -> str | None:
+        if not self.running:
+            return None
+        if self.total == 0:
+            return "indexing: listing source files; results may be incomplete"
+        return f"indexing {self.done}/{self.total} files; results may be incomplete"
+
+
+class CodeIndexer:
+    def __init__(self, root: Path, store: CodeStore, max_file_bytes: int, workers: int | None) -> None:
+        self.root = root
+        self.store = store
+        self.max_file_bytes = max_file_bytes
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self.grammars = Grammars()
+        self.rules = IgnoreRules(root)
+        self.progress = Progress()
+        self._scan_lock = threading.Lock()  # one full scan at a time
+        self.on_change: Callable[[], None] = lambda: None  # told after each batch lands
+
+    # -- full scans --------------------------------------------------------------
+
+    def scan(self, report: Callable[[Progress], None] = lambda _: None) -> ScanSummary:
+        """Bring the tables in line with the whole tree. Safe to call while the watcher feeds `update_paths`."""
+        with self._scan_lock:
+            self.rules = IgnoreRules(self.root)
+            summary = ScanSummary()
+            started = time.perf_counter()
+            self.progress = Progress(running=True, started=time.time(), last=self.progress.last)
+            report(self.progress)
+            try:
+                known = self.store.files()
+                found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes))
+                summary.files = len(found)
+                changed, touched = self._changed(found, known, summary)
+                removed = sorted(set(known) - {f.path for f in found})
+                summary.removed = len(removed)
+                self.progress.total = len(changed)
+                report(self.progress)
+                if touched or removed:
+                    self.store.apply([], touched, removed)
+                    self.on_change()
+                for batch in self._batches(self._parse_all(changed, summary)):
+                    self.store.apply(batch)
+                    summary.parsed += len(batch)
+                    self.progress.done += len(batch)
+                    self.on_change()
+                    report(self.progress)
+                self.store.prune_vectors()
+            except Exception as exc:
+                self.progress.last_error = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                summary.seconds = time.perf_counter() - started
+                self.progress.running = False
+                self.progress.last = summary
+                report(self.progress)
+            return summary
+
+    def _changed(
+        self, found: list[SourceFile], known: dict[str, FileRecord], summary: ScanSummary
+    ) -> tuple[list[SourceFile], list[FileRecord]]:
+        """Files to parse, and files whose stat changed but whose bytes did not (only their record is refreshed)."""
+        changed: list[SourceFile] = []
+        touched: list[FileRecord] = []
+        for source in found:
+            record = known.get(source.path)
+            if record is None or record.language != source.language.name:
+                changed.append(source)
+            elif record.size == source.size and record.mtime_ns == source.mtime_ns:
+                summary.unchanged += 1
+            elif _file_hash(self.root / source.path) == record.hash:
+                touched.append(FileRecord(source.path, record.language, source.size, source.mtime_ns, record.hash, record.lines))
+                summary.unchanged += 1
+            else:
+                changed.append(source)
+        return changed, touched
+
+    def _parse_all(self, files: list[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
+        items = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
+        if len(items) < POOL_MIN_FILES or self.workers == 1:
+            results: Iterable[ParsedFile | tuple[str, str]] = (parse_file(self.grammars, self.root, *item) for item in items)
+        else:
+            results = self._pooled(items)
+        for result in results:
+            if isinstance(result, ParsedFile):
+                yield result
+            else:
+                summary.skipped.add(result[1].split(" (")[0], result[0])
+
+    def _pooled(self, items: list[tuple[str, str, int, int]]) -> Iterator[ParsedFile | tuple[str, str]]:
+        chunks = [items[i : i + CHUNK_FILES] for i in range(0, len(items), CHUNK_FILES)]
+        context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
+        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
+            for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), chunks):
+                yield from chunk_results
+
+    @staticmethod
+    def _batches(parsed: Iterable[ParsedFile]) -> Iterator[list[ParsedFile]]:
+        batch: list[ParsedFile] = []
+        for item in parsed:
+            batch.append(item)
+            if len(batch) >= BATCH_FILES:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    # -- single paths (the watcher) ------------------------------------------------
+
+    def update_paths(self, paths: Iterable[str]) -> bool:
+        """Re-index paths relative to the root that were created, changed, moved or deleted.
+
+        A path that no longer exists purges its file, or every file under it if
+        it was a directory; a directory that appeared is walked. An edited ignore
+        file means a full scan, which is returned as True for the caller to run.
+        """
+        parsed: list[ParsedFile] = []
+        removed: set[str] = set()
+        known: dict[str, FileRecord] | None = None
+        for rel in sorted(set(paths)):
+            if PurePosixPath(rel).name in IGNORE_FILES:
+                return True
+            absolute = self.root / rel
+            if not absolute.exists() or absolute.is_symlink():
+                known = self.store.files() if known is None else known
+                removed.update(p for p in known if p == rel or p.startswith(rel + "/"))
+                continue
+            if self.rules.excluded(rel) is not None or PurePosixPath(rel).name in SKIPPED_DIRS:
+                continue
+            if absolute.is_dir():
+                files = list(walk(self.root, self.rules, Skipped(), self.max_file_bytes, under=rel))
+                parsed.extend(self._parse_one(f.path, f.language.name) for f in files)
+            elif language_for(rel) is not None:
+                parsed.append(self._parse_one(rel, language_for(rel).name))  # type: ignore[union-attr]
+        good = [p for p in parsed if isinstance(p, ParsedFile)]
+        removed.update(p[0] for p in parsed if isinstance(p, tuple))  # gone, or now too large or binary
+        if good or removed:
+            self.store.apply(good, removed=sorted(removed))
+            self.on_change()
+        return False
+
+    def _parse_one(self, rel: str, language: str) -> ParsedFile | tuple[str, str]:
+        try:
+            info = (self.root / rel).stat()
+        except OSError:
+            return rel, "deleted"
+        if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:
+            return rel, "not indexable"
+        return parse_file(self.grammars, self.root, rel, language, info.st_size, info.st_mtime_ns)
+
+
+def _file_hash(path: Path) -> str | None:
+    try:
+        return hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        return None

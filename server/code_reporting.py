@@ -1,0 +1,78 @@
+"""How the CLI shows code indexing: a progress bar on stderr, then a summary."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+from .code_indexer import Progress as IndexProgress
+from .code_indexer import ScanSummary
+from .code_service import CodeService
+
+
+def _speed(progress: Progress, task: TaskID) -> str:
+    speed = progress.tasks[task].speed
+    return f"{speed:,.0f}/s" if speed else ""
+
+
+def index_with_progress(code: CodeService, embed: bool, as_json: bool) -> str:
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[speed]}"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("parsing files", total=None, speed="")
+
+        def report(state: IndexProgress) -> None:
+            bar.update(task, total=state.total or None, completed=state.done, speed=_speed(bar, task))
+
+        summary = code.indexer.scan(report)
+        vectors = 0
+        if embed and code.search.load_model():
+            pending = code.search.pending_vectors()
+            embedding = bar.add_task("embedding symbols", total=pending, speed="")
+            while batch := code.search.embed_some():
+                vectors += batch
+                bar.update(embedding, advance=batch, speed=_speed(bar, embedding))
+    counts = code.store.counts()
+    if as_json:
+        return json.dumps(
+            {
+                "files": summary.files,
+                "parsed": summary.parsed,
+                "unchanged": summary.unchanged,
+                "removed": summary.removed,
+                "seconds": round(summary.seconds, 3),
+                "symbols": counts.symbols,
+                "references": counts.references,
+                "languages": counts.languages,
+                "skipped": summary.skipped.counts,
+                "embedded": vectors,
+            },
+            indent=2,
+        )
+    return render_summary(summary, counts.symbols, counts.references, counts.languages, vectors)
+
+
+def render_summary(summary: ScanSummary, symbols: int, references: int, languages: dict[str, int], embedded: int) -> str:
+    rate = summary.parsed / summary.seconds if summary.seconds > 0 else 0.0
+    lines = [
+        f"indexed {summary.files} files in {summary.seconds:.1f}s: {summary.parsed} parsed ({rate:,.0f}/s), "
+        f"{summary.unchanged} unchanged, {summary.removed} removed",
+        f"symbols: {symbols:,} definitions, {references:,} references",
+        "languages: " + (", ".join(f"{name} {n}" for name, n in sorted(languages.items(), key=lambda kv: -kv[1])) or "none"),
+    ]
+    if embedded:
+        lines.append(f"embedded: {embedded:,} symbol texts")
+    if summary.skipped.counts:
+        lines.append("skipped:")
+        for reason, count in sorted(summary.skipped.counts.items(), key=lambda kv: -kv[1]):
+            examples = ", ".join(summary.skipped.examples.get(reason, []))
+            lines.append(f"  {count} {reason} (e.g. {examples})")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""The journal database's schema, as numbered migrations applied in order (`PRAGMA user_version`)."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Callable
+
+
+def _m001_create_memories(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE memories (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            session TEXT,
+            role TEXT,
+            files TEXT NOT NULL DEFAULT '[]',
+            symbols TEXT NOT NULL DEFAULT '[]',
+            content_hash TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            superseded_by TEXT,
+            deleted_at TEXT,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at TEXT,
+            rev INTEGER NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX memories_rev ON memories(rev)")
+    db.execute(
+        "CREATE INDEX memories_dedup ON memories(content_hash, session) WHERE deleted_at IS NULL AND superseded_by IS NULL"
+    )
+    db.execute("CREATE INDEX memories_pinned ON memories(pinned) WHERE pinned = 1 AND deleted_at IS NULL")
+    # One row per model: processes configured with different models must not overwrite each other's vectors.
+    db.execute(
+        "CREATE TABLE embeddings (seq INTEGER NOT NULL REFERENCES memories(seq), model TEXT NOT NULL, "
+        "vector BLOB NOT NULL, PRIMARY KEY (seq, model))"
+    )
+    # rev: every change; reindex: `project-ledger reindex` requests; forgets: memories forgotten so far.
+    db.execute("CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    db.execute("INSERT INTO counters (name, value) VALUES ('rev', 0), ('reindex', 0), ('forgets', 0)")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta (key, value) VALUES ('journal_id', ?)", (secrets.token_hex(8),))
+
+
+def _m002_create_code_index(db: sqlite3.Connection) -> None:
+    """The code-symbol index: files as last parsed, their definitions and references.
+
+    `code_rev` orders changes to symbols the way `rev` orders memories', so a
+    search index can follow them; `code_removed` remembers which symbol ids a
+    revision dropped. Dense vectors are keyed by a hash of the embedded text, so
+    a file re-parsed after an unrelated edit reuses the vectors of its
+    unchanged symbols.
+    """
+    db.execute(
+        """
+        CREATE TABLE code_files (
+            path TEXT PRIMARY KEY,
+            language TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            lines INTEGER NOT NULL,
+            indexed_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE code_symbols (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL,
+            name TEXT NOT NULL,
+            qualname TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            language TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            signature TEXT NOT NULL,
+            doc TEXT NOT NULL,
+            parent TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            body_head TEXT NOT NULL,
+            embed_hash TEXT NOT NULL,
+            rev INTEGER NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX code_symbols_path ON code_symbols(path)")
+    db.execute("CREATE INDEX code_symbols_name ON code_symbols(name)")
+    db.execute("CREATE INDEX code_symbols_name_nocase ON code_symbols(name COLLATE NOCASE)")
+    db.execute("CREATE INDEX code_symbols_qualname ON code_symbols(qualname)")
+    db.execute("CREATE INDEX code_symbols_rev ON code_symbols(rev)")
+    db.execute("CREATE INDEX code_symbols_embed ON code_symbols(embed_hash)")
+    db.execute("CREATE TABLE code_refs (name TEXT NOT NULL, path TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL)")
+    db.execute("CREATE INDEX code_refs_name ON code_refs(name)")
+    db.execute("CREATE INDEX code_refs_path ON code_refs(path)")
+    db.execute("CREATE TABLE code_removed (rev INTEGER NOT NULL, id INTEGER NOT NULL)")
+    db.execute("CREATE INDEX code_removed_rev ON code_removed(rev)")
+    db.execute(
+        "CREATE TABLE code_vectors (embed_hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, "
+        "PRIMARY KEY (embed_hash, model)) WITHOUT ROWID"
+    )
+    db.execute("INSERT INTO counters (name, value) VALUES ('code_rev', 0)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_create_memories, _m002_create_code_index)
