@@ -52,7 +52,8 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         "cpp", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++"), "tree_sitter_cpp", upstream=("tree_sitter_cpp",), separator="::"
     ),
     LanguageSpec("csharp", (".cs",), "tree_sitter_c_sharp"),
-    LanguageSpec("ruby", (".rb", ".rake", ".gemspec"), "tree_sitter_ruby", upstream=("tree_sitter_ruby",), separator="::"),
+    # Ruby's upstream tags.scm relies on `#is-not? local`, which py-tree-sitter lacks: every local would become a call.
+    LanguageSpec("ruby", (".rb", ".rake", ".gemspec"), "tree_sitter_ruby", separator="::"),
     LanguageSpec("php", (".php",), "tree_sitter_php", "language_php", upstream=("tree_sitter_php",), separator="::"),
     LanguageSpec("kotlin", (".kt", ".kts"), "tree_sitter_kotlin"),
     LanguageSpec("swift", (".swift",), "tree_sitter_swift", upstream=("tree_sitter_swift",)),

@@ -104,7 +104,8 @@ def rank_definitions(
                 edges[use.path][target] += weight
                 flows[use.path].append((target, use.name, weight))
     files = {d.path for d in definitions} | {u.path for u in uses}
-    personal = {f: 1.0 for f in files if f in focus_files or any(f.startswith(p.rstrip("/") + "/") for p in focus_files)}
+    in_focus = {f for f in files if f in focus_files or any(f.startswith(p.rstrip("/") + "/") for p in focus_files)}
+    personal = dict.fromkeys(in_focus, 1.0)
     for name in focus_names:
         for path in defined_in.get(name, ()):
             personal[path] = personal.get(path, 0.0) + 1.0
@@ -119,6 +120,8 @@ def rank_definitions(
         score = name_score.get((d.path, d.name), 0.0)
         if d.name in focus_names:
             score += 1.0
+        elif d.path in in_focus:
+            score += 0.5 if d.parent else 1.0  # a focused file's own outline, top-level first
         scored.append((score, rank.get(d.path, 0.0), d))
     scored.sort(key=lambda item: (-item[0], -item[1], item[2].path, item[2].line))
     return [(score, d) for score, _, d in scored]

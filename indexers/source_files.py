@@ -20,14 +20,18 @@ import pathspec
 from .languages import LanguageSpec, language_for
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
-# Vendored, generated or tool-owned trees, skipped wherever they appear.
-SKIPPED_DIRS = frozenset(
+# Tools' own folders: never source, not worth reporting.
+TOOL_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".ledger", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".vscode"}
+)
+# Vendored or generated trees, skipped wherever they appear, and reported.
+VENDORED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", ".ledger", ".venv", "venv", ".tox", ".nox", "node_modules", "bower_components",
-        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "dist", "build", "target", "vendor",
-        "site-packages", ".next", ".nuxt", ".gradle", ".idea", ".vscode", "coverage", ".eggs",
+        ".venv", "venv", ".tox", ".nox", "node_modules", "bower_components", "dist", "build", "target", "vendor",
+        "site-packages", ".next", ".nuxt", ".gradle", "coverage", ".eggs",
     }
 )  # fmt: skip
+SKIPPED_DIRS = TOOL_DIRS | VENDORED_DIRS
 IGNORE_FILES = (".gitignore", ".ledgerignore")
 SNIFF_BYTES = 8192
 MINIFIED_LINE_CHARS = 500  # an average line this long in the first bytes means generated code
@@ -157,8 +161,10 @@ def walk(
             if stat.S_ISLNK(info.st_mode):
                 skipped.add("symlink (not followed)", rel)
             elif stat.S_ISDIR(info.st_mode):
-                if entry.name in SKIPPED_DIRS:
+                if entry.name in VENDORED_DIRS:
                     skipped.add("vendored or generated directory", rel + "/")
+                elif entry.name in TOOL_DIRS:
+                    continue
                 elif not rules.ignored(rel, is_dir=True):
                     pending.append(rel)
             elif stat.S_ISREG(info.st_mode):

@@ -38,6 +38,7 @@ WRAPPERS = {
 # Comment lines that are only decoration, and the markers that open or close a comment.
 _COMMENT_MARKERS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--+\[*=*\[*|\]=*\])?\s?")
 _COMMENT_TAIL = re.compile(r"\s*\*/\s*$")
+BODY_NODES = {"class_body", "function_body", "enum_class_body"}
 SIGNATURE_CHARS = 300
 DOC_CHARS = 800
 BODY_HEAD_LINES = 4
@@ -99,13 +100,15 @@ def _signature(node: Any, source: bytes) -> str:
     body = node.child_by_field_name("body")
     if body is None and (value := node.child_by_field_name("value")) is not None:
         body = value.child_by_field_name("body")
+    if body is None:  # grammars without a `body` field (Kotlin)
+        body = next((child for child in node.named_children if child.type in BODY_NODES), None)
     if body is not None and body.start_byte > node.start_byte:
         end = node.start_byte
         for child in node.children:  # up to the last part of the header that is not a comment
             if child.start_byte >= body.start_byte:
                 break
             if "comment" not in child.type:
-                end = child.end_byte
+                end = min(child.end_byte, body.start_byte)
         head = source[node.start_byte : end].decode("utf-8", errors="replace")
         return _one_line(head.rstrip().rstrip("{:=").rstrip(), SIGNATURE_CHARS)
     first = source[node.start_byte : node.end_byte].split(b"\n", 1)[0].decode("utf-8", errors="replace")
@@ -203,20 +206,24 @@ def _outside(references: dict[tuple[str, int], Reference], items: dict[tuple[int
     return [ref for key, ref in references.items() if key not in defined]
 
 
+def _same_node(a: _Item, b: _Item) -> bool:
+    return (a.node.start_byte, a.node.end_byte) == (b.node.start_byte, b.node.end_byte)
+
+
 def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _Item]) -> list[Definition]:
     separator = grammar.spec.separator
     ordered = sorted(items.values(), key=lambda item: (item.node.start_byte, -item.node.end_byte))
     stack: list[_Item] = []
     definitions: list[Definition] = []
     for item in ordered:
-        while stack and stack[-1].node.end_byte <= item.node.start_byte:
-            stack.pop()
         if item.kind == "ignore":
             continue
+        while stack and (stack[-1].node.end_byte <= item.node.start_byte or _same_node(stack[-1], item)):
+            stack.pop()  # ended before this one, or shares its node (`const A = 1, B = 2;`): not a parent
         item.parent = stack[-1] if stack else None
-        if item.owner is not None:
-            item.qualname = f"{item.owner}{separator}{item.name}"
-            parent_name = item.owner
+        if item.owner is not None:  # an explicit owner (Go receiver, C++ `Foo::bar`) inside any enclosing scope
+            parent_name = item.owner if item.parent is None else f"{item.parent.qualname}{separator}{item.owner}"
+            item.qualname = f"{parent_name}{separator}{item.name}"
         elif item.parent is not None:
             item.qualname = f"{item.parent.qualname}{separator}{item.name}"
             parent_name = item.parent.qualname

