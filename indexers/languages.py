@@ -16,7 +16,6 @@ import importlib
 import importlib.resources
 import threading
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import PurePath
 from typing import Any
 
@@ -116,7 +115,3 @@ class Grammars:
             if grammar is None:
                 grammar = self._loaded[spec.name] = Grammar(spec)
             return grammar
-
-    @cached_property
-    def names(self) -> list[str]:
-        return [spec.name for spec in LANGUAGES]

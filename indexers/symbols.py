@@ -38,6 +38,7 @@ WRAPPERS = {
 # Comment lines that are only decoration, and the markers that open or close a comment.
 _COMMENT_MARKERS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--+\[*=*\[*|\]=*\])?\s?")
 _COMMENT_TAIL = re.compile(r"\s*\*/\s*$")
+ATTRIBUTES = {"attribute_item"}  # Rust `#[derive(...)]` between a doc comment and its item
 BODY_NODES = {"class_body", "function_body", "enum_class_body"}
 SIGNATURE_CHARS = 300
 DOC_CHARS = 800
@@ -153,8 +154,9 @@ def _comments_above(node: Any) -> list[Any]:
     found: list[Any] = []
     line = node.start_point[0]
     sibling = node.prev_sibling
-    while sibling is not None and "comment" in sibling.type and sibling.end_point[0] >= line - 1:
-        found.append(sibling)
+    while sibling is not None and ("comment" in sibling.type or sibling.type in ATTRIBUTES) and sibling.end_point[0] >= line - 1:
+        if "comment" in sibling.type:
+            found.append(sibling)
         line = sibling.start_point[0]
         sibling = sibling.prev_sibling
     return found[::-1]
@@ -202,7 +204,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
 
 def _outside(references: dict[tuple[str, int], Reference], items: dict[tuple[int, int, int], _Item]) -> list[Reference]:
     """References minus the definitions' own names (some queries tag every type identifier)."""
-    defined = {(item.name, item.node.start_point[0] + 1) for item in items.values() if item.kind != "ignore"}
+    defined = {(item.name, item.node.start_point[0] + 1) for item in items.values() if item.kind not in ("ignore", "scope")}
     return [ref for key, ref in references.items() if key not in defined]
 
 

@@ -201,6 +201,10 @@ def status(settings: Settings, as_json: bool) -> None:
         click.echo(f"           {event}")
     detail = f" ({result.embedding.detail})" if result.embedding.detail else ""
     click.echo(f"embedding: {result.embedding.model}: {result.embedding.state}{detail}")
+    if (code := result.code) is not None:
+        languages = ", ".join(f"{name} {n}" for name, n in sorted(code.languages.items(), key=lambda kv: -kv[1])) or "none"
+        click.echo(f"code:      {code.files} files ({languages}), {code.symbols} symbols, {code.references} references")
+        click.echo(f"           {code.pending_vectors} symbols without vectors; run `project-ledger index` to update")
 
 
 @main.command()

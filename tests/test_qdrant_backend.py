@@ -7,8 +7,10 @@ No Qdrant server can run here, so `LEDGER_QDRANT_PATH` points the same code at
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import anyio
 import pytest
 
 from .conftest import Project, serve
@@ -65,3 +67,24 @@ async def test_the_server_backend_persists_forgets_and_catches_up(tmp_path: Path
         status = await ledger.settled()
         assert status["index"]["points"] == 1
         assert [h["id"] for h in await ledger.recall("invoice numbering")] == [keep]
+
+
+async def test_code_search_on_the_server_backend_matches_the_embedded_one(tmp_path: Path) -> None:
+    """Symbols go to their own collection (`<collection>-code`) and rank as they do in the embedded shard."""
+    from .test_code_index import FIXTURES, indexed
+
+    queries = ["distance between two points", "ring buffer push", "playlist duration", "deploy script"]
+    rankings = []
+    for name, env in (("embedded", {}), ("server", {"LEDGER_QDRANT_PATH": str(tmp_path / "qdrant-local")})):
+        project = Project(tmp_path / name, env=env)
+        project.root.mkdir()
+        shutil.copytree(FIXTURES, project.root / "langs")
+        async with serve(project) as ledger:
+            await indexed(ledger)
+            with anyio.fail_after(300):
+                while (await ledger.call("status"))["code"]["pending_vectors"]:
+                    await anyio.sleep(0.5)
+            results = [await ledger.call("search_code", query=query, k=5) for query in queries]
+        assert all(result["mode"] == "hybrid" and result["results"] for result in results)
+        rankings.append([[(hit["path"], hit["qualname"]) for hit in result["results"]] for result in results])
+    assert rankings[0] == rankings[1]
