@@ -2,7 +2,8 @@
 
 A language's query is the upstream `queries/tags.scm` shipped in its grammar
 wheel (when there is one), followed by this project's own
-`queries/<language>-tags.scm`. Both use tree-sitter's tags convention
+`queries/<name>-tags.scm` files (one per language, plus shared ones such as
+`ecma` for JavaScript and TypeScript). Both use tree-sitter's tags convention
 (`@definition.<kind>`, `@reference.<kind>`, `@name`, `@doc`) plus two captures
 of ours, `@scope` (a container that is not a symbol itself, such as a Rust
 `impl` block) and `@parent` (an explicit owner, such as a Go method's
@@ -28,20 +29,37 @@ class LanguageSpec:
     function: str = "language"  # its function returning the grammar
     upstream: tuple[str, ...] = ()  # grammar modules whose queries/tags.scm come first, in order
     separator: str = "."  # joins a qualified name: Class.method, Type::fn
+    queries: tuple[str, ...] = ()  # our query files, in order; default: the language's own
+
+    @property
+    def own_queries(self) -> tuple[str, ...]:
+        return self.queries or (self.name,)
 
 
 LANGUAGES: tuple[LanguageSpec, ...] = (
     LanguageSpec("python", (".py", ".pyi"), "tree_sitter_python", upstream=("tree_sitter_python",)),
-    LanguageSpec("javascript", (".js", ".jsx", ".mjs", ".cjs"), "tree_sitter_javascript", upstream=("tree_sitter_javascript",)),
+    LanguageSpec(
+        "javascript",
+        (".js", ".jsx", ".mjs", ".cjs"),
+        "tree_sitter_javascript",
+        upstream=("tree_sitter_javascript",),
+        queries=("ecma", "javascript", "jsx"),
+    ),
     LanguageSpec(
         "typescript",
         (".ts", ".mts", ".cts"),
         "tree_sitter_typescript",
         "language_typescript",
         upstream=("tree_sitter_javascript", "tree_sitter_typescript"),
+        queries=("ecma", "typescript"),
     ),
     LanguageSpec(
-        "tsx", (".tsx",), "tree_sitter_typescript", "language_tsx", upstream=("tree_sitter_javascript", "tree_sitter_typescript")
+        "tsx",
+        (".tsx",),
+        "tree_sitter_typescript",
+        "language_tsx",
+        upstream=("tree_sitter_javascript", "tree_sitter_typescript"),
+        queries=("ecma", "typescript", "jsx"),
     ),
     LanguageSpec("go", (".go",), "tree_sitter_go", upstream=("tree_sitter_go",)),
     LanguageSpec("rust", (".rs",), "tree_sitter_rust", upstream=("tree_sitter_rust",), separator="::"),
@@ -88,7 +106,7 @@ class Grammar:
         self.spec = spec
         module = importlib.import_module(spec.module)
         self.language = tree_sitter.Language(getattr(module, spec.function)())
-        source = "\n".join([*(_upstream_tags(m) for m in spec.upstream), own_tags(spec.name)])
+        source = "\n".join([*(_upstream_tags(m) for m in spec.upstream), *(own_tags(name) for name in spec.own_queries)])
         self.query = tree_sitter.Query(self.language, source)
         self._local = threading.local()
 

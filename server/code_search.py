@@ -33,10 +33,12 @@ from .errors import IndexUnavailable
 
 log = logging.getLogger(__name__)
 
-CODE_PAYLOAD: dict[str, PayloadType] = {"language": "keyword", "dirs": "keyword", "path": "keyword", "kind": "keyword"}
+# `within`: the symbol's file and every directory above it, so one condition restricts to a file or a folder.
+CODE_PAYLOAD: dict[str, PayloadType] = {"language": "keyword", "within": "keyword", "kind": "keyword"}
 EMBED_BATCH = 32
 REVISIONS_PER_STEP = 16
 POLL_SECONDS = 1.0
+RETRY_OPEN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,8 @@ class SymbolDoc:
     kind: str
 
     def payload(self) -> dict[str, Any]:
-        parts = self.path.split("/")[:-1]
-        return {
-            "language": self.language,
-            "path": self.path,
-            "dirs": ["/".join(parts[: i + 1]) for i in range(len(parts))],
-            "kind": self.kind,
-        }
+        parts = self.path.split("/")
+        return {"language": self.language, "within": ["/".join(parts[: i + 1]) for i in range(len(parts))], "kind": self.kind}
 
 
 def search_text(symbol: StoredSymbol) -> str:
@@ -68,7 +65,7 @@ def code_filter(language: str | None, path: str | None) -> list[Match]:
     if language:
         where.append(Match("language", (language,)))
     if path:
-        where.append(Match("path" if "." in path.rsplit("/", 1)[-1] else "dirs", (path.rstrip("/"),)))
+        where.append(Match("within", (path.rstrip("/"),)))
     return where
 
 
@@ -106,18 +103,28 @@ class CodeSearch:
     def kick(self) -> None:
         self._wake.set()
 
-    def _run(self) -> None:
+    def _open(self) -> bool:
         try:
             with self._lock:
                 self._encoder = SparseEncoder()
                 self._index = self._open_index()
                 self._verify(self._index)
+                self._error = None
+                return True
         except Exception as exc:
             self._error = f"{type(exc).__name__}: {exc}"
-            log.error("code search index could not be opened: %s", self._error)
-            return
+            log.error("code search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._error)
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+            return False
         finally:
             self._opened.set()
+
+    def _run(self) -> None:
+        while not self._open():
+            if self._stop.wait(RETRY_OPEN_SECONDS):
+                return
         while not self._stop.is_set():
             try:
                 with self._lock:

@@ -43,11 +43,17 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     journal = Journal(paths.journal)
     embedder = create_embedder(settings.embed_model, settings.embed_model_path, paths.model_dir, settings.embed_threads)
 
+    client_lock = threading.Lock()  # the memory and code indexes open in two threads at once
+
     @cache
-    def qdrant_client() -> tuple[Any, str]:
+    def make_client() -> tuple[Any, str]:
         from project_ledger.indexers.qdrant_index import QdrantIndex
 
         return QdrantIndex.client(settings.qdrant_url, settings.qdrant_api_key, settings.qdrant_path)
+
+    def qdrant_client() -> tuple[Any, str]:
+        with client_lock:
+            return make_client()
 
     def open_index() -> SearchIndex:
         return open_search_index(settings, paths, journal, embedder, MEMORY_PAYLOAD, qdrant_client, "")
