@@ -55,6 +55,8 @@ import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from project_ledger.indexers.languages import language_for
+
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 CTAGS = "/usr/bin/ctags"
 DJANGO = "django==5.2.*"
@@ -231,6 +233,7 @@ def ctags_run(root: Path, tags: Path, files: list[str] | None = None) -> tuple[f
         listing = tags.with_suffix(".files")
         listing.write_text("\n".join(files) + "\n")
         command = [CTAGS, "--output-format=json", "--fields=+nKz", "-f", str(tags), "-L", str(listing)]
+    tags.unlink(missing_ok=True)  # ctags refuses to overwrite a file it does not take for a tags file
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, cwd=root, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -430,7 +433,7 @@ def ctags_recall(timing: Timing, language: str) -> Recall:
     wanted = {
         (e["path"], e["name"], e["line"], e["kind"])
         for e in ctags_entries(timing.tags)
-        if e.get("kind") in kinds and e.get("language", "").lower() == language and "line" in e
+        if e.get("kind") in kinds and "line" in e and getattr(language_for(e["path"]), "name", None) == language
     }
     outside = {w for w in wanted if w[0] not in timing.indexed_files}
     wanted -= outside

@@ -145,7 +145,7 @@ class CodeIndexer:
             record = known.get(source.path)
             if record is None or record.language != source.language.name:
                 changed.append(source)
-            elif record.size == source.size and record.mtime_ns == source.mtime_ns:
+            elif _unchanged(record, source.size, source.mtime_ns):
                 summary.unchanged += 1
             elif _file_hash(self.root / source.path) == record.hash:
                 touched.append(FileRecord(source.path, record.language, source.size, source.mtime_ns, record.hash, record.lines))
@@ -193,39 +193,45 @@ class CodeIndexer:
         it was a directory; a directory that appeared is walked. An edited ignore
         file means a full scan, which is returned as True for the caller to run.
         """
-        parsed: list[ParsedFile] = []
+        parsed: list[ParsedFile | tuple[str, str]] = []
         removed: set[str] = set()
-        known: dict[str, FileRecord] | None = None
+        known = self.store.files()
         for rel in sorted(set(paths)):
             if PurePosixPath(rel).name in IGNORE_FILES:
                 return True
             absolute = self.root / rel
             if not absolute.exists() or absolute.is_symlink():
-                known = self.store.files() if known is None else known
                 removed.update(p for p in known if p == rel or p.startswith(rel + "/"))
                 continue
             if self.rules.excluded(rel) is not None or PurePosixPath(rel).name in SKIPPED_DIRS:
                 continue
-            if absolute.is_dir():
-                files = list(walk(self.root, self.rules, Skipped(), self.max_file_bytes, under=rel))
-                parsed.extend(self._parse_one(f.path, f.language.name) for f in files)
-            elif language_for(rel) is not None:
-                parsed.append(self._parse_one(rel, language_for(rel).name))  # type: ignore[union-attr]
+            if absolute.is_dir():  # created, or moved in: only its new or changed files are parsed
+                for source in walk(self.root, self.rules, Skipped(), self.max_file_bytes, under=rel):
+                    if not _unchanged(known.get(source.path), source.size, source.mtime_ns):
+                        parsed.append(self._parse_one(source.path, source.language.name))
+            elif (spec := language_for(rel)) is not None:
+                parsed.append(self._parse_one(rel, spec.name, known.get(rel)))
         good = [p for p in parsed if isinstance(p, ParsedFile)]
-        removed.update(p[0] for p in parsed if isinstance(p, tuple))  # gone, or now too large or binary
+        removed.update(p[0] for p in parsed if isinstance(p, tuple) and p[1] != "unchanged")  # gone, too large, binary
         if good or removed:
             self.store.apply(good, removed=sorted(removed))
             self.on_change()
         return False
 
-    def _parse_one(self, rel: str, language: str) -> ParsedFile | tuple[str, str]:
+    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> ParsedFile | tuple[str, str]:
         try:
             info = (self.root / rel).stat()
         except OSError:
             return rel, "deleted"
+        if _unchanged(record, info.st_size, info.st_mtime_ns):
+            return rel, "unchanged"
         if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:
             return rel, "not indexable"
         return parse_file(self.grammars, self.root, rel, language, info.st_size, info.st_mtime_ns)
+
+
+def _unchanged(record: FileRecord | None, size: int, mtime_ns: int) -> bool:
+    return record is not None and record.size == size and record.mtime_ns == mtime_ns
 
 
 def _file_hash(path: Path) -> str | None:
