@@ -174,7 +174,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
 
     tree = grammar.parser.parse(source)
     items: dict[tuple[int, int, int], _Item] = {}
-    references: dict[tuple[str, int], Reference] = {}
+    references: dict[tuple[bytes, int], str] = {}  # (name, line) -> kind; names decoded once, at the end
     for pattern, captures in QueryCursor(grammar.query).matches(tree.root_node):
         names = captures.get("name")
         if not names:
@@ -182,8 +182,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
         name_node = names[0]
         for capture, nodes in captures.items():
             if capture.startswith("reference."):
-                ref = Reference(_text(name_node), name_node.start_point[0] + 1, capture.split(".", 1)[1])
-                references.setdefault((ref.name, ref.line), ref)
+                references.setdefault((name_node.text, name_node.start_point[0] + 1), capture[10:])
                 continue
             if capture == "scope":
                 kind: str | None = "scope"
@@ -202,10 +201,11 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
     return FileSymbols(_nest(grammar, source, items), _outside(references, items))
 
 
-def _outside(references: dict[tuple[str, int], Reference], items: dict[tuple[int, int, int], _Item]) -> list[Reference]:
+def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, int, int], _Item]) -> list[Reference]:
     """References minus the definitions' own names (some queries tag every type identifier)."""
     defined = {(item.name, item.node.start_point[0] + 1) for item in items.values() if item.kind not in ("ignore", "scope")}
-    return [ref for key, ref in references.items() if key not in defined]
+    found = (Reference(name.decode("utf-8", errors="replace"), line, kind) for (name, line), kind in references.items())
+    return [ref for ref in found if (ref.name, ref.line) not in defined]
 
 
 def _same_node(a: _Item, b: _Item) -> bool:

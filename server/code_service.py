@@ -43,6 +43,7 @@ MAX_NAME_CHARS = 300
 MAX_FOCUS = 50
 MAX_MAP_TOKENS = 32_000
 CONTEXT_CHARS = 200
+EXACT_NAME = "name = ? COLLATE NOCASE AND name = ?"  # the first half lets SQLite use the name index
 
 
 def _symbol(s: StoredSymbol) -> CodeSymbol:
@@ -187,7 +188,7 @@ class CodeService:
         marks = ",".join("?" * len(spellings))
         suffixes = [f"%{sep}{_like(s)}" for s in spellings for sep in (".", "::")]
         ladder: list[tuple[SymbolMatch, str, list[object]]] = [
-            ("exact name", "name = ?", [name]),
+            ("exact name", EXACT_NAME, [name, name]),
             ("exact qualified name", f"qualname IN ({marks})", spellings),
             ("qualified name suffix", " OR ".join(["qualname LIKE ? ESCAPE '\\'"] * len(suffixes)), suffixes),
             ("case-insensitive", "(name = ? COLLATE NOCASE OR qualname = ? COLLATE NOCASE)", [name, name]),
@@ -228,7 +229,7 @@ class CodeService:
             ReferenceSite(name=r.name, path=r.path, line=r.line, kind=r.kind, context=self._line(lines, r.path, r.line))
             for r in found[:limit]
         ]
-        definitions = len(self.store.symbols("name = ?", [bare], 1000))
+        definitions = len(self.store.symbols(EXACT_NAME, [bare, bare], 1000))
         note = self.indexer.progress.note()
         if bare != name:
             note = "; ".join(filter(None, [f"references are recorded by bare name: showing uses of {bare!r}", note]))

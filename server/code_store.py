@@ -26,6 +26,7 @@ from .errors import StorageError
 from .journal import BUSY_TIMEOUT_MS, utc_now
 
 EMBED_TEXT_CHARS = 600
+WRITE_CACHE_KIB = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class CodeStore:
         try:
             self._writer = self._connect()
             self._writer.execute("PRAGMA synchronous = NORMAL")
+            self._writer.execute(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")  # a full index updates several indexes
             self._reader = self._connect()
         except sqlite3.Error as exc:
             raise StorageError(f"code index tables in {path} could not be opened ({exc})") from exc
@@ -205,9 +207,12 @@ class CodeStore:
             "parent, content_hash, body_head, embed_hash, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+        grouped: dict[tuple[str, str], list[int]] = {}
+        for r in item.references:
+            grouped.setdefault((r.name, r.kind), []).append(r.line)
         db.executemany(
-            "INSERT INTO code_refs (name, path, line, kind) VALUES (?, ?, ?, ?)",
-            [(r.name, path, r.line, r.kind) for r in item.references],
+            "INSERT INTO code_refs (name, path, kind, lines, uses) VALUES (?, ?, ?, ?, ?)",
+            [(name, path, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()],
         )
 
     def prune_vectors(self) -> int:
@@ -287,23 +292,29 @@ class CodeStore:
         return {row["id"]: _symbol(row) for row in self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols WHERE id IN ({marks})", ids)}
 
     def references(self, name: str, path_prefix: str | None, limit: int) -> list[StoredReference]:
+        """Use sites of `name`, by path and line, at most `limit`."""
         where, params = "name = ?", [name]
         if path_prefix:
             where += " AND (path = ? OR path LIKE ? ESCAPE '\\')"
             params += [path_prefix, _like_prefix(path_prefix.rstrip("/") + "/")]
-        rows = self._read(f"SELECT name, path, line, kind FROM code_refs WHERE {where} ORDER BY path, line LIMIT ?", (*params, limit))
-        return [StoredReference(*row) for row in rows]
+        sites: list[StoredReference] = []
+        for row in self._read(f"SELECT name, path, kind, lines FROM code_refs WHERE {where} ORDER BY path", params):
+            if len(sites) >= limit and row["path"] != sites[-1].path:
+                break  # every file that can be among the first `limit` sites is in
+            sites.extend(StoredReference(row["name"], row["path"], int(line), row["kind"]) for line in row["lines"].split(","))
+        sites.sort(key=lambda site: (site.path, site.line))
+        return sites[:limit]
 
     def graph_rows(self) -> tuple[list[tuple[str, str, str, int, str, str]], list[tuple[str, str, int]]]:
         """What the repo map ranks: definitions as (path, name, kind, line, signature, parent); uses as (path, name, count)."""
         definitions = [tuple(row) for row in self._read("SELECT path, name, kind, start_line, signature, parent FROM code_symbols")]
-        references = [tuple(row) for row in self._read("SELECT path, name, COUNT(*) FROM code_refs GROUP BY path, name")]
+        references = [tuple(row) for row in self._read("SELECT path, name, SUM(uses) FROM code_refs GROUP BY path, name")]
         return definitions, references  # type: ignore[return-value]
 
     def counts(self) -> CodeCounts:
         languages = {row[0]: row[1] for row in self._read("SELECT language, COUNT(*) FROM code_files GROUP BY language")}
-        row = self._read("SELECT (SELECT COUNT(*) FROM code_symbols), (SELECT COUNT(*) FROM code_refs)")[0]
-        return CodeCounts(sum(languages.values()), row[0], row[1], languages)
+        row = self._read("SELECT (SELECT COUNT(*) FROM code_symbols), (SELECT TOTAL(uses) FROM code_refs)")[0]
+        return CodeCounts(sum(languages.values()), row[0], int(row[1]), languages)
 
 
 def _like_prefix(prefix: str) -> str:

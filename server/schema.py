@@ -93,12 +93,16 @@ def _m002_create_code_index(db: sqlite3.Connection) -> None:
         """
     )
     db.execute("CREATE INDEX code_symbols_path ON code_symbols(path)")
-    db.execute("CREATE INDEX code_symbols_name ON code_symbols(name)")
-    db.execute("CREATE INDEX code_symbols_name_nocase ON code_symbols(name COLLATE NOCASE)")
+    # One index serves exact (`name = ? COLLATE NOCASE AND name = ?`), case-insensitive and prefix lookups.
+    db.execute("CREATE INDEX code_symbols_name ON code_symbols(name COLLATE NOCASE)")
     db.execute("CREATE INDEX code_symbols_qualname ON code_symbols(qualname)")
     db.execute("CREATE INDEX code_symbols_rev ON code_symbols(rev)")
     db.execute("CREATE INDEX code_symbols_embed ON code_symbols(embed_hash)")
-    db.execute("CREATE TABLE code_refs (name TEXT NOT NULL, path TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL)")
+    # One row per name, file and kind of use, with its lines: a third of the rows of one per use site.
+    db.execute(
+        "CREATE TABLE code_refs (name TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, lines TEXT NOT NULL, "
+        "uses INTEGER NOT NULL)"
+    )
     db.execute("CREATE INDEX code_refs_name ON code_refs(name)")
     db.execute("CREATE INDEX code_refs_path ON code_refs(path)")
     db.execute("CREATE TABLE code_removed (rev INTEGER NOT NULL, id INTEGER NOT NULL)")

@@ -1,6 +1,8 @@
 ; Our additions to tree-sitter-python's tags.scm: docstrings, decorated and
 ; annotated definitions, and the references a repo map needs (types, bases,
-; imports) besides calls.
+; imports) besides calls. Bare names passed as arguments or used as an
+; attribute's object count only when capitalised (classes): the rest are
+; mostly local variables, which would triple the rows for nothing.
 
 (class_definition
   name: (identifier) @name
@@ -18,7 +20,7 @@
   body: (block (expression_statement (assignment left: (identifier) @name) @definition.constant))
   (#match? @name "^[A-Z][A-Z0-9_]*$"))
 
-((argument_list (identifier) @name) @reference.name (#not-match? @name "^(self|cls)$"))
+((argument_list (identifier) @name) @reference.name (#match? @name "^[A-Z]"))
 (class_definition superclasses: (argument_list (identifier) @name) @reference.class)
 (class_definition superclasses: (argument_list (attribute attribute: (identifier) @name)) @reference.class)
 (type (identifier) @name) @reference.type
@@ -28,4 +30,4 @@
 (import_from_statement name: (aliased_import name: (dotted_name (identifier) @name)) @reference.import)
 (decorator (identifier) @name) @reference.decorator
 (decorator (call function: (identifier) @name)) @reference.decorator
-((attribute object: (identifier) @name) @reference.name (#not-match? @name "^(self|cls)$"))
+((attribute object: (identifier) @name) @reference.name (#match? @name "^[A-Z]"))
