@@ -124,7 +124,7 @@ class CodeIndexer:
                     self.progress.done += len(batch)
                     self.on_change()
                     report(self.progress)
-                self.store.prune_vectors()
+                self.store.prune()
             except Exception as exc:
                 self.progress.last_error = f"{type(exc).__name__}: {exc}"
                 raise

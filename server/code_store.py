@@ -27,6 +27,7 @@ from .journal import BUSY_TIMEOUT_MS, utc_now
 
 EMBED_TEXT_CHARS = 600
 WRITE_CACHE_KIB = 64 * 1024
+KEEP_REMOVALS_REVISIONS = 10_000
 
 
 @dataclass(frozen=True)
@@ -215,12 +216,16 @@ class CodeStore:
             [(name, path, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()],
         )
 
-    def prune_vectors(self) -> int:
-        """Drop vectors no symbol uses any more (their code was edited or deleted)."""
+    def prune(self) -> None:
+        """Drop vectors no symbol uses any more (their code was edited or deleted), and removal records
+        every live index has long passed. An index that lagged further (a slot idle for thousands of
+        revisions) holds the wrong number of points when it next opens, and is rebuilt then."""
         with self._write() as db:
-            return db.execute(
-                "DELETE FROM code_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM code_symbols)"
-            ).rowcount
+            db.execute("DELETE FROM code_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM code_symbols)")
+            db.execute(
+                "DELETE FROM code_removed WHERE rev < (SELECT value FROM counters WHERE name = 'code_rev') - ?",
+                (KEEP_REMOVALS_REVISIONS,),
+            )
 
     # -- the change feed a search index follows ---------------------------------
 
