@@ -54,7 +54,6 @@ from typing import Any
 import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
 from project_ledger.indexers.languages import language_for
 
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))

@@ -212,7 +212,7 @@ class CodeService:
         pending = self.search.pending_vectors()
         notes = [note] if (note := self.indexer.progress.note()) else []
         mode = "hybrid"
-        if self.search.embedder_ready() is False:
+        if not self.search.embedder_ready():
             mode = "bm25-only"
             notes.append("the embedding model is not loaded yet: ranked on exact words (BM25) only")
         elif pending:

@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 from project_ledger.indexers.edge_index import EdgeIndex
-from project_ledger.indexers.search_index import MEMORY_PAYLOAD
-from project_ledger.indexers.search_index import SparseEncoder
+from project_ledger.indexers.search_index import MEMORY_PAYLOAD, SparseEncoder
 
 from .index_sync import apply_changes
 from .journal import Journal

@@ -30,8 +30,8 @@ from project_ledger.indexers.search_index import (
     Candidates,
     Compactable,
     IndexDoc,
-    SearchIndex,
     SearchFilter,
+    SearchIndex,
     SparseEncoder,
 )
 

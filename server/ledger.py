@@ -16,6 +16,7 @@ from importlib import metadata
 
 from project_ledger.indexers.search_index import FusionParams, SearchFilter, fuse
 
+from .code_service import CodeService
 from .config import ProjectPaths
 from .errors import InvalidArgument, StorageError
 from .index_sync import IndexSync
@@ -33,7 +34,6 @@ from .models import (
     Status,
 )
 from .session_start import PackCache, ProjectContextFile, build_session_start, missing_context_text, render_pinned
-from .code_service import CodeService
 from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)

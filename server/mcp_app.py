@@ -21,11 +21,11 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .code_service import render_symbol
 from .config import Settings
 from .errors import LedgerError
 from .factory import open_ledger
 from .ledger import LedgerService, render_results, version
-from .code_service import render_symbol
 from .models import (
     Ack,
     FindSymbolResult,

@@ -73,12 +73,14 @@ async def test_code_search_on_the_server_backend_matches_the_embedded_one(tmp_pa
     """Symbols go to their own collection (`<collection>-code`) and rank as they do in the embedded shard."""
     from .test_code_index import FIXTURES, indexed
 
+    languages = ("python", "c", "swift", "bash")
     queries = ["distance between two points", "ring buffer push", "playlist duration", "deploy script"]
     rankings = []
     for name, env in (("embedded", {}), ("server", {"LEDGER_QDRANT_PATH": str(tmp_path / "qdrant-local")})):
         project = Project(tmp_path / name, env=env)
         project.root.mkdir()
-        shutil.copytree(FIXTURES, project.root / "langs")
+        for language in languages:
+            shutil.copytree(FIXTURES / language, project.root / "langs" / language)
         async with serve(project) as ledger:
             await indexed(ledger)
             with anyio.fail_after(300):
