@@ -52,7 +52,7 @@ def parse_file(grammars: Grammars, root: Path, path: str, language: str, size: i
     digest = hashlib.blake2b(source, digest_size=16).hexdigest()
     symbols = extract(grammars.get(BY_NAME[language]), source)
     record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
-    return ParsedFile(record, symbols.definitions, symbols.references)
+    return ParsedFile.build(record, symbols.definitions, symbols.references)
 
 
 @dataclass

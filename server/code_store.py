@@ -41,13 +41,6 @@ class FileRecord:
 
 
 @dataclass(frozen=True)
-class ParsedFile:
-    record: FileRecord
-    definitions: list[Definition]
-    references: list[Reference]
-
-
-@dataclass(frozen=True)
 class StoredSymbol:
     id: int
     path: str
@@ -95,6 +88,38 @@ class CodeCounts:
 
 def embed_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+SymbolRow = tuple[str, str, str, int, int, str, str, str, str, str, str]
+ReferenceRow = tuple[str, str, str, int]  # name, kind, lines ("3,17,42"), uses
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """A parsed file as rows ready to insert: built in the parsing process, so the one writing
+    process only inserts (plain tuples also cross the process boundary far faster than objects)."""
+
+    record: FileRecord
+    symbols: list[SymbolRow]  # name, qualname, kind, start, end, signature, doc, parent, content hash, body head, embed hash
+    references: list[ReferenceRow]
+
+    @classmethod
+    def build(cls, record: FileRecord, definitions: list[Definition], references: list[Reference]) -> ParsedFile:
+        symbols = []
+        for d in definitions:
+            text = StoredSymbol(
+                0, record.path, d.name, d.qualname, d.kind, record.language, d.line, d.end_line, d.signature, d.doc, d.parent,
+                d.body_head,
+            ).embed_text()  # fmt: skip
+            symbols.append(
+                (d.name, d.qualname, d.kind, d.line, d.end_line, d.signature, d.doc, d.parent, d.content_hash, d.body_head,
+                 embed_hash(text))
+            )  # fmt: skip
+        grouped: dict[tuple[str, str], list[int]] = {}
+        for r in references:
+            grouped.setdefault((r.name, r.kind), []).append(r.line)
+        rows = [(name, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()]
+        return cls(record, symbols, rows)
 
 
 _SYMBOL_COLUMNS = "id, path, name, qualname, kind, language, start_line, end_line, signature, doc, parent, body_head"
@@ -196,24 +221,14 @@ class CodeStore:
     @staticmethod
     def _insert(db: sqlite3.Connection, item: ParsedFile, rev: int) -> None:
         path, language = item.record.path, item.record.language
-        rows = []
-        for d in item.definitions:
-            symbol = StoredSymbol(0, path, d.name, d.qualname, d.kind, language, d.line, d.end_line, d.signature, d.doc, d.parent, d.body_head)
-            rows.append(
-                (path, d.name, d.qualname, d.kind, language, d.line, d.end_line, d.signature, d.doc, d.parent,
-                 d.content_hash, d.body_head, embed_hash(symbol.embed_text()), rev)
-            )  # fmt: skip
         db.executemany(
-            "INSERT INTO code_symbols (path, name, qualname, kind, language, start_line, end_line, signature, doc, "
-            "parent, content_hash, body_head, embed_hash, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            "INSERT INTO code_symbols (path, language, rev, name, qualname, kind, start_line, end_line, signature, doc, "
+            "parent, content_hash, body_head, embed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(path, language, rev, *row) for row in item.symbols],
         )
-        grouped: dict[tuple[str, str], list[int]] = {}
-        for r in item.references:
-            grouped.setdefault((r.name, r.kind), []).append(r.line)
         db.executemany(
             "INSERT INTO code_refs (name, path, kind, lines, uses) VALUES (?, ?, ?, ?, ?)",
-            [(name, path, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()],
+            [(name, path, kind, lines, uses) for name, kind, lines, uses in item.references],
         )
 
     def prune(self) -> None:

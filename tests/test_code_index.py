@@ -43,8 +43,9 @@ async def eventually(check: Any, timeout: float = 20) -> Any:
         return result
 
 
-def copy_fixtures(root: Path) -> None:
-    shutil.copytree(FIXTURES, root / "langs")
+def copy_fixtures(root: Path, languages: tuple[str, ...] = ()) -> None:
+    for language in languages or LANGUAGES:
+        shutil.copytree(FIXTURES / language, root / "langs" / language)
 
 
 def test_every_core_language_has_a_fixture() -> None:
@@ -131,7 +132,7 @@ async def test_find_symbol_tries_exact_then_qualified_then_case_insensitive_then
 
 
 async def test_search_code_finds_symbols_by_meaning_and_by_identifier_words(project: Project) -> None:
-    copy_fixtures(project.root)
+    copy_fixtures(project.root, ("python", "go", "rust"))
     async with serve(project) as ledger:
         await indexed(ledger)
         with anyio.fail_after(300):  # the model loads and embeds every symbol in the background
