@@ -70,7 +70,7 @@ def prepare_offline_model(target_parent: Path) -> Path:
     """Assemble (once) and return a directory fastembed can load the default model from."""
     target = target_parent / OFFLINE_IDENTITY.rsplit("@", 1)[1]
     sources = {"model.onnx": OFFLINE_ONNX, "tokenizer.json": OFFLINE_TOKENIZER}
-    for name, shipped in sources.items():
+    for shipped in sources.values():
         actual = _sha256(shipped.path())
         if actual != shipped.sha256:
             raise RuntimeError(f"{shipped.path()} has sha256 {actual}, expected {shipped.sha256}; reinstall {shipped.package}")

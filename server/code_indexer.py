@@ -2,14 +2,13 @@
 
 A scan stats every source file and re-parses only those whose size or mtime
 changed and whose content hash really differs. Large batches are parsed in a
-pool of processes (tree-sitter parsing is CPU-bound and holds the GIL in the
-Python bindings' query loop); small ones in the calling thread.
+pool of processes, since parsing and reading the captures is CPU-bound work
+that threads would serialise on the GIL; small ones in the calling thread.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import multiprocessing
 import os
 import threading
@@ -24,8 +23,6 @@ from project_ledger.indexers.source_files import IGNORE_FILES, SKIPPED_DIRS, Ign
 from project_ledger.indexers.symbols import extract
 
 from .code_store import CodeStore, FileRecord, ParsedFile
-
-log = logging.getLogger(__name__)
 
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
