@@ -91,6 +91,7 @@ class CodeIndexer:
         self.rules = IgnoreRules(root)
         self.progress = Progress()
         self._scan_lock = threading.Lock()  # one full scan at a time
+        self.cancelled = threading.Event()  # set when the server stops: a scan ends at its next batch
         self.on_change: Callable[[], None] = lambda: None  # told after each batch lands
 
     # -- full scans --------------------------------------------------------------
@@ -116,6 +117,8 @@ class CodeIndexer:
                     self.store.apply([], touched, removed)
                     self.on_change()
                 for batch in self._batches(self._parse_all(changed, summary)):
+                    if self.cancelled.is_set():
+                        break
                     self.store.apply(batch)
                     summary.parsed += len(batch)
                     self.progress.done += len(batch)
@@ -153,11 +156,15 @@ class CodeIndexer:
 
     def _parse_all(self, files: list[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
         items = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
+        if self.cancelled.is_set():
+            return
         if len(items) < POOL_MIN_FILES or self.workers == 1:
             results: Iterable[ParsedFile | tuple[str, str]] = (parse_file(self.grammars, self.root, *item) for item in items)
         else:
             results = self._pooled(items)
         for result in results:
+            if self.cancelled.is_set():
+                return
             if isinstance(result, ParsedFile):
                 yield result
             else:
@@ -166,9 +173,12 @@ class CodeIndexer:
     def _pooled(self, items: list[tuple[str, str, int, int]]) -> Iterator[ParsedFile | tuple[str, str]]:
         chunks = [items[i : i + CHUNK_FILES] for i in range(0, len(items), CHUNK_FILES)]
         context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        try:
             for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), chunks):
                 yield from chunk_results
+        finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
+            pool.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def _batches(parsed: Iterable[ParsedFile]) -> Iterator[list[ParsedFile]]:

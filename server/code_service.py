@@ -82,18 +82,20 @@ class CodeService:
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Start watching first (so no edit during the scan is missed), then scan in the background."""
+        """Everything in the background, so the handshake is not kept waiting (adding inotify watches
+        walks the whole tree): the watcher first, so no edit during the scan is missed, then the scan."""
+        self._scan_thread = threading.Thread(target=self._start_and_scan, name="ledger-code-scan", daemon=True)
+        self._scan_thread.start()
+
+    def _start_and_scan(self) -> None:
         self.search.start()
         if self.watcher is not None:
             self.watcher.start()
-        self._scan_thread = threading.Thread(target=self._scan, name="ledger-code-scan", daemon=True)
-        self._scan_thread.start()
-
-    def _scan(self) -> None:
         try:
             self.indexer.scan()
         except Exception:
-            log.exception("code scan failed")
+            if not self.indexer.cancelled.is_set():
+                log.exception("code scan failed")
 
     def watch_until_interrupted(self, report: Callable[[str], None]) -> None:
         """The CLI's `index --watch`: follow edits in the foreground until Ctrl-C."""
@@ -111,6 +113,10 @@ class CodeService:
             watcher.stop()
 
     def close(self) -> None:
+        """Stop a scan in progress at its next batch, then the watcher and the search worker."""
+        self.indexer.cancelled.set()
+        if self._scan_thread is not None:
+            self._scan_thread.join(timeout=30)
         if self.watcher is not None:
             self.watcher.stop()
         self.search.stop()
