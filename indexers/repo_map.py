@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
 DAMPING = 0.85
@@ -85,7 +85,7 @@ def pagerank(edges: dict[str, dict[str, float]], nodes: Iterable[str], personal:
 
 
 def rank_definitions(
-    definitions: list[MapDefinition], uses: list[MapUse], focus_files: set[str], focus_names: set[str]
+    definitions: list[MapDefinition], uses: list[MapUse], focus_files: Set[str], focus_names: Set[str]
 ) -> list[tuple[float, MapDefinition]]:
     """Every definition with a score, best first; unreferenced ones follow, by their file's rank."""
     defined_in: dict[str, set[str]] = defaultdict(set)
@@ -151,11 +151,11 @@ def build_repo_map(
     uses: list[MapUse],
     budget: int,
     count_tokens: Callable[[str], int],
-    focus_files: set[str] = frozenset(),  # type: ignore[assignment]
-    focus_names: set[str] = frozenset(),  # type: ignore[assignment]
+    focus_files: Set[str] = frozenset(),
+    focus_names: Set[str] = frozenset(),
 ) -> RepoMap:
     """The largest prefix of the ranking whose rendering fits `budget` tokens (binary search)."""
-    ranked = [d for _, d in rank_definitions(definitions, uses, set(focus_files), set(focus_names))]
+    ranked = [d for _, d in rank_definitions(definitions, uses, focus_files, focus_names)]
     low, high, best = 0, len(ranked), ("", 0, 0)
     while low <= high:
         middle = (low + high) // 2

@@ -19,7 +19,6 @@ import pathspec
 
 from .languages import LanguageSpec, language_for
 
-DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 # Tools' own folders: never source, not worth reporting.
 TOOL_DIRS = frozenset(
     {".git", ".hg", ".svn", ".ledger", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".vscode"}
@@ -106,10 +105,6 @@ class IgnoreRules:
                 return "ignored"
         return "ignored" if self.ignored(rel_path, is_dir=False) else None
 
-    def forget(self, rel_dir: str) -> None:
-        """Reload a directory's ignore files next time (one was edited)."""
-        self._specs.pop(rel_dir, None)
-
 
 def _lines(path: Path) -> list[str]:
     try:
@@ -139,7 +134,7 @@ def check_file(root: Path, rel_path: str, size: int, max_bytes: int) -> str | No
 
 
 def walk(
-    root: Path, rules: IgnoreRules, skipped: Skipped, max_bytes: int = DEFAULT_MAX_FILE_BYTES, under: str = ""
+    root: Path, rules: IgnoreRules, skipped: Skipped, max_bytes: int, under: str = ""
 ) -> Iterator[SourceFile]:
     """Every indexable source file under `root` (or its subdirectory `under`), with paths relative to `root`."""
     pending = [under]

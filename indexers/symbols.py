@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .languages import Grammar
 
-KINDS = ("function", "method", "class", "struct", "interface", "enum", "trait", "type", "constant", "module", "macro")
+SymbolKind = Literal["function", "method", "class", "struct", "interface", "enum", "trait", "type", "constant", "module", "macro"]
+KINDS: tuple[str, ...] = get_args(SymbolKind)
 # Kinds some upstream queries use, mapped onto ours; anything else (and `ignore`) is dropped.
 KIND_ALIASES = {
     "constructor": "method",

@@ -8,7 +8,6 @@ that threads would serialise on the GIL; small ones in the calling thread.
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 import threading
@@ -22,7 +21,7 @@ from project_ledger.indexers.languages import BY_NAME, Grammars, language_for
 from project_ledger.indexers.source_files import IGNORE_FILES, SKIPPED_DIRS, IgnoreRules, Skipped, SourceFile, check_file, walk
 from project_ledger.indexers.symbols import extract
 
-from .code_store import CodeStore, FileRecord, ParsedFile
+from .code_store import CodeStore, FileRecord, ParsedFile, content_digest
 
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
@@ -46,7 +45,7 @@ def parse_file(grammars: Grammars, root: Path, path: str, language: str, size: i
         return path, "deleted"
     except OSError as exc:
         return path, f"unreadable ({exc.strerror or exc})"
-    digest = hashlib.blake2b(source, digest_size=16).hexdigest()
+    digest = content_digest(source)
     symbols = extract(grammars.get(BY_NAME[language]), source)
     record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
     return ParsedFile.build(record, symbols.definitions, symbols.references)
@@ -69,7 +68,6 @@ class Progress:
     running: bool = False
     done: int = 0
     total: int = 0
-    started: float = 0.0
     last: ScanSummary | None = None
     last_error: str | None = None
 
@@ -102,7 +100,7 @@ class CodeIndexer:
             self.rules = IgnoreRules(self.root)
             summary = ScanSummary()
             started = time.perf_counter()
-            self.progress = Progress(running=True, started=time.time(), last=self.progress.last)
+            self.progress = Progress(running=True, last=self.progress.last)
             report(self.progress)
             try:
                 known = self.store.files()
@@ -243,6 +241,6 @@ def _unchanged(record: FileRecord | None, size: int, mtime_ns: int) -> bool:
 
 def _file_hash(path: Path) -> str | None:
     try:
-        return hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+        return content_digest(path.read_bytes())
     except OSError:
         return None

@@ -4,8 +4,8 @@ Symbols become searchable by BM25 as soon as they are parsed. Their dense
 vectors are computed in the background (the model is the slow part: about 27
 symbol texts a second on two cores, see the README's benchmark) and stored in
 the journal by text hash, so an edit re-embeds only the symbols whose text
-changed. Until the vectors have
-caught up, results say how many symbols are ranked on BM25 alone.
+changed. Until the vectors have caught up, results say how many symbols are
+ranked on BM25 alone.
 """
 
 from __future__ import annotations
@@ -73,11 +73,10 @@ def code_filter(language: str | None, path: str | None) -> list[Match]:
 class CodeSearch:
     """The symbol shard, caught up with the code tables by a worker thread that also embeds."""
 
-    def __init__(self, store: CodeStore, open_index: Callable[[], SearchIndex], embedder: Embedder, model_ready: threading.Event) -> None:
+    def __init__(self, store: CodeStore, open_index: Callable[[], SearchIndex], embedder: Embedder) -> None:
         self._store = store
         self._open_index = open_index
         self._embedder = embedder
-        self._model_ready = model_ready
         self._encoder: SparseEncoder | None = None
         self._index: SearchIndex | None = None
         self._error: str | None = None
@@ -86,6 +85,7 @@ class CodeSearch:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pending: tuple[int, int] | None = None  # (code revision, symbols without a vector then)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="ledger-code-search", daemon=True)
@@ -130,7 +130,7 @@ class CodeSearch:
             try:
                 with self._lock:
                     self._catch_up()
-                if self._model_ready.is_set() and self.embed_some():
+                if self.embed_some():
                     continue  # more to embed: no pause
             except Exception:
                 log.exception("code search step failed; retrying")
@@ -200,7 +200,12 @@ class CodeSearch:
         return self._embedder.state == "ready"
 
     def pending_vectors(self) -> int:
-        return self._store.count_missing_vectors(self._embedder.identity)
+        """Symbols without a vector. Counting takes tens of milliseconds on a large tree, and every
+        search_code and status asks, so the count is kept until the code tables next change."""
+        rev = self._store.rev()
+        if self._pending is None or self._pending[0] != rev:
+            self._pending = (rev, self._store.count_missing_vectors(self._embedder.identity))
+        return self._pending[1]
 
     def lag(self) -> int | None:
         index = self._index

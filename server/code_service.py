@@ -20,7 +20,7 @@ from project_ledger.indexers.symbols import KINDS
 
 from .code_indexer import CodeIndexer
 from .code_search import CodeSearch
-from .code_store import CodeStore, StoredSymbol
+from .code_store import CodeStore, StoredSymbol, like_escape, under
 from .code_watcher import CodeWatcher
 from .errors import InvalidArgument, StorageError
 from .models import (
@@ -188,17 +188,18 @@ class CodeService:
             filters.append("language = ?")
             params.append(language)
         if (where_path := self._path(path)) is not None:
-            filters.append("(path = ? OR path LIKE ? ESCAPE '\\')")
-            params += [where_path, _like(where_path.rstrip("/") + "/") + "%"]
+            condition, values = under(where_path)
+            filters.append(condition)
+            params += values
         spellings = sorted({name, name.replace("::", "."), name.replace(".", "::"), name.replace("#", ".")})
         marks = ",".join("?" * len(spellings))
-        suffixes = [f"%{sep}{_like(s)}" for s in spellings for sep in (".", "::")]
+        suffixes = [f"%{sep}{like_escape(s)}" for s in spellings for sep in (".", "::")]
         ladder: list[tuple[SymbolMatch, str, list[object]]] = [
             ("exact name", EXACT_NAME, [name, name]),
             ("exact qualified name", f"qualname IN ({marks})", spellings),
             ("qualified name suffix", " OR ".join(["qualname LIKE ? ESCAPE '\\'"] * len(suffixes)), suffixes),
             ("case-insensitive", "(name = ? COLLATE NOCASE OR qualname = ? COLLATE NOCASE)", [name, name]),
-            ("prefix", "name LIKE ? ESCAPE '\\'", [_like(name) + "%"]),
+            ("prefix", "name LIKE ? ESCAPE '\\'", [like_escape(name) + "%"]),
         ]
         for rule, condition, values in ladder:
             where = " AND ".join([f"({condition})", *filters])
@@ -264,7 +265,7 @@ class CodeService:
                 files.add(rel)
             else:
                 names.add(item.replace("::", ".").rsplit(".", 1)[-1])
-        key = (self.store.rev(), token_budget, tuple(sorted(files)), tuple(sorted(names)))
+        key = (self.store.tree_rev(), token_budget, tuple(sorted(files)), tuple(sorted(names)))
         if self._map_cache is not None and self._map_cache[0] == key:
             return self._map_cache[1]
         definitions, uses = self.store.graph_rows()
@@ -307,6 +308,3 @@ class CodeService:
             error=progress.last_error or self.search.error,
         )
 
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from project_ledger.indexers.symbols import Definition, Reference
 
-from .errors import StorageError
-from .journal import BUSY_TIMEOUT_MS, utc_now
+from .journal import BUSY_TIMEOUT_MS, storage_error, utc_now
 
 EMBED_TEXT_CHARS = 600
 WRITE_CACHE_KIB = 64 * 1024
@@ -74,7 +73,6 @@ class SymbolChange:
     """A symbol to (re)index, with its dense vector if one is stored for the model."""
 
     symbol: StoredSymbol
-    rev: int
     vector: bytes | None
 
 
@@ -140,7 +138,7 @@ class CodeStore:
             self._writer.execute(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")  # a full index updates several indexes
             self._reader = self._connect()
         except sqlite3.Error as exc:
-            raise StorageError(f"code index tables in {path} could not be opened ({exc})") from exc
+            raise storage_error(exc, path, "opened") from exc
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
@@ -165,7 +163,7 @@ class CodeStore:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"code index in {self.path} could not be written ({exc})") from exc
+                    raise storage_error(exc, self.path) from exc
                 raise
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
@@ -173,7 +171,7 @@ class CodeStore:
             try:
                 return self._reader.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StorageError(f"code index in {self.path} could not be read ({exc})") from exc
+                raise storage_error(exc, self.path, "read") from exc
 
     # -- writing -------------------------------------------------------------
 
@@ -189,7 +187,8 @@ class CodeStore:
         """
         now = utc_now()
         with self._write() as db:
-            rev = db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_rev' RETURNING value").fetchone()[0]
+            rev = _next_code_rev(db)
+            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_tree'")
             for path in removed:
                 self._purge(db, path, rev)
                 db.execute("DELETE FROM code_files WHERE path = ?", (path,))
@@ -247,6 +246,10 @@ class CodeStore:
     def rev(self) -> int:
         return self._read("SELECT value FROM counters WHERE name = 'code_rev'")[0][0]
 
+    def tree_rev(self) -> int:
+        """Changes when any file's definitions or references change, and only then."""
+        return self._read("SELECT value FROM counters WHERE name = 'code_tree'")[0][0]
+
     def rev_and_count(self) -> tuple[int, int]:
         row = self._read("SELECT (SELECT value FROM counters WHERE name = 'code_rev'), (SELECT COUNT(*) FROM code_symbols)")[0]
         return row[0], row[1]
@@ -264,13 +267,13 @@ class CodeStore:
         top = revs[-1][0]
         columns = ", ".join("s." + column.strip() for column in _SYMBOL_COLUMNS.split(","))
         rows = self._read(
-            f"SELECT {columns}, s.rev, v.vector FROM code_symbols s "
+            f"SELECT {columns}, v.vector FROM code_symbols s "
             "LEFT JOIN code_vectors v ON v.embed_hash = s.embed_hash AND v.model = ? "
             "WHERE s.rev > ? AND s.rev <= ? ORDER BY s.rev, s.id",
             (model, rev, top),
         )
         removed = [row[0] for row in self._read("SELECT id FROM code_removed WHERE rev > ? AND rev <= ?", (rev, top))]
-        return [SymbolChange(_symbol(row), row["rev"], row["vector"]) for row in rows], removed, top
+        return [SymbolChange(_symbol(row), row["vector"]) for row in rows], removed, top
 
     def missing_vectors(self, model: str, limit: int) -> list[StoredSymbol]:
         """Symbols whose text has no vector for `model` yet, one per distinct text."""
@@ -292,7 +295,7 @@ class CodeStore:
     def store_vectors(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> None:
         """Save vectors by text hash and move the symbols using them to a new revision, so indexes pick them up."""
         with self._write() as db:
-            rev = db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_rev' RETURNING value").fetchone()[0]
+            rev = _next_code_rev(db)
             for text_hash, vector in vectors:
                 db.execute(
                     "INSERT OR REPLACE INTO code_vectors (embed_hash, model, vector) VALUES (?, ?, ?)", (text_hash, model, vector)
@@ -315,8 +318,9 @@ class CodeStore:
         """Use sites of `name`, by path and line, at most `limit`."""
         where, params = "name = ?", [name]
         if path_prefix:
-            where += " AND (path = ? OR path LIKE ? ESCAPE '\\')"
-            params += [path_prefix, _like_prefix(path_prefix.rstrip("/") + "/")]
+            condition, values = under(path_prefix)
+            where += f" AND {condition}"
+            params += values
         sites: list[StoredReference] = []
         for row in self._read(f"SELECT name, path, kind, lines FROM code_refs WHERE {where} ORDER BY path", params):
             if len(sites) >= limit and row["path"] != sites[-1].path:
@@ -337,5 +341,19 @@ class CodeStore:
         return CodeCounts(sum(languages.values()), row[0], int(row[1]), languages)
 
 
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+def _next_code_rev(db: sqlite3.Connection) -> int:
+    return db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_rev' RETURNING value").fetchone()[0]
+
+
+def like_escape(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern written with `ESCAPE '\\'`."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def under(path: str) -> tuple[str, list[object]]:
+    """A condition matching `path` itself or anything below it, with its parameters."""
+    return "(path = ? OR path LIKE ? ESCAPE '\\')", [path, like_escape(path.rstrip("/") + "/") + "%"]
+
+
+def content_digest(source: bytes) -> str:
+    return hashlib.blake2b(source, digest_size=16).hexdigest()

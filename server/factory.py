@@ -60,7 +60,7 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
 
     sync = IndexSync(journal, open_index, embedder)
     tokens = TokenCounter()
-    code = open_code_service(settings, paths, journal, embedder, sync.model_settled, tokens, qdrant_client) if settings.code_index else None
+    code = open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
     return LedgerService(paths, journal, sync, Limits(settings.max_text_bytes, settings.instructions_tokens), tokens, code)
 
 
@@ -99,7 +99,6 @@ def open_code_service(
     paths: ProjectPaths,
     journal: Journal,
     embedder: Embedder,
-    model_ready: threading.Event,
     tokens: TokenCounter,
     qdrant_client: Callable[[], tuple[Any, str]],
 ) -> CodeService:
@@ -107,6 +106,6 @@ def open_code_service(
     store = CodeStore(journal.path)
     indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers)
     search = CodeSearch(
-        store, lambda: open_search_index(settings, paths, journal, embedder, CODE_PAYLOAD, qdrant_client, "code"), embedder, model_ready
+        store, lambda: open_search_index(settings, paths, journal, embedder, CODE_PAYLOAD, qdrant_client, "code"), embedder
     )
     return CodeService(paths.root, store, indexer, search, tokens, settings.watch)

@@ -105,7 +105,7 @@ class IndexSync:
         self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self.model_settled = threading.Event()  # set once the model has loaded or failed to
+        self._model_settled = threading.Event()
         self._thread: threading.Thread | None = None
         self._compaction: _Compaction | None = None
         self._compaction_failed_at: float | None = None
@@ -140,7 +140,7 @@ class IndexSync:
 
     def wait_for_model(self, timeout: float) -> None:
         """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
-        self.model_settled.wait(timeout)
+        self._model_settled.wait(timeout)
 
     def kick(self) -> None:
         """Something was written: embed and index it soon."""
@@ -166,7 +166,7 @@ class IndexSync:
     def _run(self) -> None:
         self._open()
         self.embedder.load()
-        self.model_settled.set()
+        self._model_settled.set()
         last_open_attempt = time.monotonic()
         while not self._stop.is_set():
             if self._index is None:

@@ -101,7 +101,7 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
     )
 
 
-def _storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "written") -> StorageError:
+def storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "written") -> StorageError:
     text = str(exc)
     if "locked" in text or "busy" in text:
         hint = f"another process has held the journal's write lock for over {BUSY_TIMEOUT_MS // 1000}s; retry shortly"
@@ -135,7 +135,7 @@ class Journal:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
-            raise _storage_error(exc, path, "opened") from exc
+            raise storage_error(exc, path, "opened") from exc
         self._wal_needs_purge = False
 
     def close(self) -> None:
@@ -158,7 +158,7 @@ class Journal:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise _storage_error(exc, self.path) from exc
+                raise storage_error(exc, self.path) from exc
             try:
                 yield self._db
                 self._db.execute("COMMIT")
@@ -166,7 +166,7 @@ class Journal:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise _storage_error(exc, self.path) from exc
+                    raise storage_error(exc, self.path) from exc
                 raise
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
@@ -174,7 +174,7 @@ class Journal:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise _storage_error(exc, self.path, "read") from exc
+                raise storage_error(exc, self.path, "read") from exc
 
     @staticmethod
     def _next_rev(db: sqlite3.Connection) -> int:

@@ -19,6 +19,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from project_ledger.indexers.symbols import SymbolKind
 from pydantic import BaseModel, Field
 
 from .code_service import render_symbol
@@ -36,7 +37,6 @@ from .models import (
     RepoMapResult,
     SearchCodeResult,
     Status,
-    SymbolKind,
 )
 
 log = logging.getLogger(__name__)

@@ -116,7 +116,6 @@ class SessionStart(Record):
 
 # -- code index ----------------------------------------------------------------
 
-SymbolKind = Literal["function", "method", "class", "struct", "interface", "enum", "trait", "type", "constant", "module", "macro"]
 SymbolMatch = Literal["exact name", "exact qualified name", "qualified name suffix", "case-insensitive", "prefix", "none"]
 
 

@@ -111,7 +111,8 @@ def _m002_create_code_index(db: sqlite3.Connection) -> None:
         "CREATE TABLE code_vectors (embed_hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, "
         "PRIMARY KEY (embed_hash, model)) WITHOUT ROWID"
     )
-    db.execute("INSERT INTO counters (name, value) VALUES ('code_rev', 0)")
+    # code_tree: bumped only when files' symbols change (code_rev also moves when vectors arrive).
+    db.execute("INSERT INTO counters (name, value) VALUES ('code_rev', 0), ('code_tree', 0)")
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_create_memories, _m002_create_code_index)
