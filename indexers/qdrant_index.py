@@ -9,6 +9,7 @@ processes never apply changes out of order.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,6 +18,8 @@ from typing import Any
 
 from .file_lock import FileLock
 from .search_index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType, SparseVec
+
+_SCHEMA_LOCK = threading.Lock()
 
 
 class QdrantIndex:
@@ -130,20 +133,22 @@ class QdrantIndex:
 
     def reset(self, epoch: int) -> None:
         m = self._models
-        if self._client.collection_exists(self._collection):
-            self._client.delete_collection(self._collection)
-        self._client.create_collection(
-            self._collection,
-            vectors_config={DENSE: m.VectorParams(size=self._dim, distance=m.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
-        )
         schema = {
             "keyword": m.PayloadSchemaType.KEYWORD,
             "integer": m.PayloadSchemaType.INTEGER,
             "float": m.PayloadSchemaType.FLOAT,
         }
-        with warnings.catch_warnings():  # local mode warns that it ignores payload indexes
+        # Serialised in-process: the memory and code indexes share one client, and local mode rewrites
+        # one meta.json per collection change (two at once lose a rename); catch_warnings is process-wide too.
+        with _SCHEMA_LOCK, warnings.catch_warnings():  # local mode warns that it ignores payload indexes
             warnings.simplefilter("ignore")
+            if self._client.collection_exists(self._collection):
+                self._client.delete_collection(self._collection)
+            self._client.create_collection(
+                self._collection,
+                vectors_config={DENSE: m.VectorParams(size=self._dim, distance=m.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            )
             for name, kind in self._payload.items():
                 self._client.create_payload_index(self._collection, field_name=name, field_schema=schema[kind])
         self._state.epoch, self._state.watermark = epoch, 0
