@@ -150,8 +150,8 @@ class EdgeIndex:
         q = self._q
         must: list[Any] = []
         for match in where:
-            if match.at_least is not None:
-                must.append(q.FieldCondition(match.field, range=q.RangeFloat(gte=match.at_least)))
+            if match.is_range:
+                must.append(q.FieldCondition(match.field, range=q.RangeFloat(gte=match.at_least, lte=match.at_most)))
             elif len(match.any_of) == 1:
                 must.append(q.FieldCondition(match.field, match=q.MatchValue(match.any_of[0])))
             else:

@@ -109,8 +109,8 @@ class QdrantIndex:
         m = self._models
         must: list[Any] = []
         for match in where:
-            if match.at_least is not None:
-                must.append(m.FieldCondition(key=match.field, range=m.Range(gte=match.at_least)))
+            if match.is_range:
+                must.append(m.FieldCondition(key=match.field, range=m.Range(gte=match.at_least, lte=match.at_most)))
             elif len(match.any_of) == 1:
                 must.append(m.FieldCondition(key=match.field, match=m.MatchValue(value=match.any_of[0])))
             else:

@@ -47,11 +47,16 @@ class SparseVec:
 
 @dataclass(frozen=True)
 class Match:
-    """One payload condition: `field` equals one of `any_of`, or (with `at_least`) is at least that."""
+    """One payload condition: `field` equals one of `any_of`, or lies within `at_least`..`at_most` (inclusive)."""
 
     field: str
     any_of: tuple[str | int, ...] = ()
     at_least: float | None = None
+    at_most: float | None = None
+
+    @property
+    def is_range(self) -> bool:
+        return self.at_least is not None or self.at_most is not None
 
 
 class Indexable(Protocol):
@@ -100,6 +105,7 @@ class SearchFilter:
     tags: list[str] | None = None
     session: str | None = None
     since: float | None = None
+    until: float | None = None
     include_superseded: bool = False
 
     def conditions(self) -> list[Match]:
@@ -110,8 +116,8 @@ class SearchFilter:
             found.append(Match("tags", tuple(self.tags)))
         if self.session is not None:
             found.append(Match("session", (self.session,)))
-        if self.since is not None:
-            found.append(Match("created", at_least=self.since))
+        if self.since is not None or self.until is not None:
+            found.append(Match("created", at_least=self.since, at_most=self.until))
         if not self.include_superseded:
             found.append(Match("superseded", (0,)))
         return found
@@ -121,10 +127,10 @@ class SearchFilter:
 class FusionParams:
     """How dense and BM25 candidates are combined (weighted reciprocal-rank fusion).
 
-    Chosen with `benchmarks/recall_quality.py` (see the README): a small `k`
-    lets the top few of each list dominate, and a heavier dense list helps
-    paraphrased questions without losing exact identifiers. That beat BM25
-    alone, dense alone and plain RRF (k=60) on Recall@5, MRR and nDCG there.
+    Memories use the setting tuned by `benchmarks/retrieval.py` (see
+    `RankingParams`). These defaults serve code search, whose ranking has no
+    benchmark of its own yet: a small `k` lets the top few of each list
+    dominate, and a heavier dense list helps descriptive queries.
     """
 
     k: int = 2
@@ -163,6 +169,24 @@ def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
         for rank, hit in enumerate(_ordered(hits)):
             scores[hit.seq] = scores.get(hit.seq, 0.0) + weight / (fusion.k + rank)
     return _ordered([Hit(seq, score) for seq, score in scores.items()])[:limit]
+
+
+def coverage(query: SparseVec, document: SparseVec) -> float:
+    """The share of the query's terms (stemmed, stopwords dropped) that the document contains.
+
+    Unlike a BM25 score it does not depend on the size of the corpus, so one
+    floor works for a ledger of ten memories and of a hundred thousand.
+    """
+    terms = set(query.indices)
+    return len(terms & set(document.indices)) / len(terms) if terms else 0.0
+
+
+def relevance(dense: float | None, lexical: float) -> float:
+    """An absolute 0-1 relevance: the cosine similarity or the query-term coverage, whichever is higher.
+
+    Fused ranks only order candidates; this says whether the best one is any good.
+    """
+    return max(dense or 0.0, lexical)
 
 
 class SparseEncoder:

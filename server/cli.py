@@ -70,12 +70,13 @@ def ledger_errors(fn: F) -> F:
 
 
 @contextmanager
-def opened(settings: Settings, index: bool = False, model: bool = False) -> Iterator[LedgerService]:
+def opened(settings: Settings, index: bool = False, model: bool = False, code_search: bool = False) -> Iterator[LedgerService]:
     """The service over this project's data.
 
     With `index`, this process's index slot is opened and caught up. With
     `model`, the model is loaded and memories without a vector are embedded
-    first, as a server would have done, so that a CLI recall is hybrid.
+    first, as a server would have done, so that a CLI recall is hybrid. With
+    `code_search`, the symbol search index is opened too.
     """
     from .factory import open_ledger
 
@@ -87,6 +88,8 @@ def opened(settings: Settings, index: bool = False, model: bool = False) -> Iter
         if model and ledger.sync.embedder.load():
             while ledger.sync.embed_missing(256):
                 pass
+        if code_search and ledger.code is not None:
+            ledger.code.search.open_now()
         yield ledger
     finally:
         ledger.close()
@@ -149,11 +152,23 @@ def remember(
 @click.option("-k", default=8, show_default=True, help="How many results (1-100).")
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds; repeat for several.")
 @click.option("--tag", "tags", multiple=True, help="Only memories with one of these tags.")
-@click.option("--since", help="ISO date or an age like 2d, 12h, 1w.")
+@click.option("--since", help="Created at or after: ISO date or an age like 2d, 12h, 1w.")
+@click.option("--until", help="Created at or before: ISO date (the whole day) or an age.")
+@click.option("--min-relevance", type=float, help="Relevance floor, 0-1 (0 shows the nearest anyway).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @project_options
 @ledger_errors
-def recall(settings: Settings, query: str, k: int, kinds: tuple[str, ...], tags: tuple[str, ...], since: str | None, as_json: bool) -> None:
+def recall(
+    settings: Settings,
+    query: str,
+    k: int,
+    kinds: tuple[str, ...],
+    tags: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    min_relevance: float | None,
+    as_json: bool,
+) -> None:
     """Search memories for QUERY, best first.
 
     \b
@@ -161,13 +176,40 @@ def recall(settings: Settings, query: str, k: int, kinds: tuple[str, ...], tags:
       project-ledger recall "how do retries back off?" -k 3
     """
     with opened(settings, index=True, model=True) as ledger:
-        result = ledger.recall(query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since)
+        result = ledger.recall(
+            query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since, until=until, min_relevance=min_relevance
+        )
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
     if result.note:
         click.echo(f"({result.mode}; {result.note})", err=True)
-    click.echo(render_results(result.results) if result.results else "No memory matched.")
+    click.echo(render_results(result.results) if result.results else "No relevant memory.")
+
+
+@main.command()
+@click.argument("query", required=False)
+@click.option("--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100-200000.")
+@click.option("--session", help="Close the pack with this session's latest turns.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pack and its breakdown as JSON.")
+@project_options
+@ledger_errors
+def context(settings: Settings, query: str | None, budget: int, session: str | None, as_json: bool) -> None:
+    """Print the context pack an agent gets for QUERY (without one: the session-start pack).
+
+    \b
+    Examples:
+      project-ledger context "add a retry to the invoice export" --budget 2000
+      project-ledger context --json
+    """
+    with opened(settings, index=query is not None, model=query is not None, code_search=query is not None) as ledger:
+        result = ledger.context(query, budget, session)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(result.text)
+    breakdown = ", ".join(f"{name} {tokens}" for name, tokens in result.sections.items())
+    click.echo(f"({result.tokens} of {budget} tokens: {breakdown})", err=True)
 
 
 @main.command()
@@ -193,6 +235,8 @@ def status(settings: Settings, as_json: bool) -> None:
     click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
     click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
+    for stale in result.stale:
+        click.echo(f"stale:     {stale.id}: {'; '.join(stale.changed)}")
     index = result.index
     click.echo(f"index:     {index.backend} at {index.location}, {index.state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
     if index.compaction:

@@ -26,7 +26,9 @@ from project_ledger.indexers.search_index import (
     SearchIndex,
     SparseEncoder,
     SparseVec,
+    coverage,
     fuse,
+    relevance,
 )
 
 from .code_store import CodeStore, StoredSymbol, SymbolChange, embed_hash
@@ -103,6 +105,14 @@ class CodeSearch:
 
     def kick(self) -> None:
         self._wake.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened.is_set() and self._index is not None
+
+    def open_now(self) -> None:
+        """Open and catch up in the calling thread (the CLI's way); a failure is reported by `search`."""
+        self._open()
 
     def _open(self) -> bool:
         try:
@@ -181,16 +191,26 @@ class CodeSearch:
             raise IndexUnavailable(f"the code search index could not be opened ({self._error}); find_symbol still works")
         return self._index
 
-    def search(self, query: str, language: str | None, path: str | None, k: int, fusion: FusionParams) -> list[Hit]:
+    def search(self, query: str, language: str | None, path: str | None, k: int, fusion: FusionParams) -> list[tuple[Hit, float]]:
+        """The best `k` symbols, each with its relevance (see `search_index.relevance`)."""
         index = self._ready_index()
         dense = None
         if self._embedder.state == "ready":
             dense = [float(x) for x in self._embedder.embed_query(query)]
         with self._lock:
             self._catch_up()
-            assert self._encoder is not None
-            found: Candidates = index.candidates(dense, self._encoder.query(query), code_filter(language, path), max(k, fusion.candidates))
-        return fuse(found, fusion, k)
+            encoder = self._encoder
+            assert encoder is not None
+            terms = encoder.query(query)
+            found: Candidates = index.candidates(dense, terms, code_filter(language, path), max(k, fusion.candidates))
+        hits = fuse(found, fusion, k)
+        symbols = self._store.symbols_by_ids([hit.seq for hit in hits])
+        dense_scores = {hit.seq: hit.score for hit in found.dense}
+        return [
+            (hit, relevance(dense_scores.get(hit.seq), coverage(terms, encoder.document(search_text(symbols[hit.seq])))))
+            for hit in hits
+            if hit.seq in symbols
+        ]
 
     def load_model(self) -> bool:
         """Load the model in the calling thread (the CLI's way); False if it cannot be loaded."""

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from project_ledger.indexers.languages import BY_NAME
 from project_ledger.indexers.repo_map import MapDefinition, MapUse, build_repo_map
@@ -19,6 +19,7 @@ from project_ledger.indexers.search_index import FusionParams
 from project_ledger.indexers.symbols import KINDS
 
 from .code_indexer import CodeIndexer
+from .code_links import project_path
 from .code_search import CodeSearch
 from .code_store import CodeStore, StoredSymbol, like_escape, under
 from .code_watcher import CodeWatcher
@@ -137,17 +138,7 @@ class CodeService:
         """A file or directory relative to the project root; nothing outside it."""
         if value is None or not value.strip() or value.strip() in (".", "./"):
             return None
-        raw = value.strip().replace("\\", "/")
-        candidate = Path(raw)
-        if candidate.is_absolute():
-            try:
-                raw = candidate.resolve().relative_to(self.root.resolve()).as_posix()
-            except ValueError:
-                raise InvalidArgument(f"path {value!r} is outside the project root {self.root}; paths must be inside it") from None
-        parts = PurePosixPath(raw).parts
-        if ".." in parts:
-            raise InvalidArgument(f"path {value!r} contains '..'; give a path relative to the project root, inside it")
-        return "/".join(part for part in parts if part != ".")
+        return project_path(self.root, value)
 
     @staticmethod
     def _kind(value: str | None) -> str | None:
@@ -212,9 +203,11 @@ class CodeService:
         query = self._name(query, "query")
         k = self._limit(k, "k", 100)
         hits = self.search.search(query, self._language(language), self._path(path), k, FusionParams())
-        symbols = self.store.symbols_by_ids([hit.seq for hit in hits])
+        symbols = self.store.symbols_by_ids([hit.seq for hit, _ in hits])
         results = [
-            CodeHit(**_symbol(symbols[hit.seq]).model_dump(), score=round(hit.score, 6)) for hit in hits if hit.seq in symbols
+            CodeHit(**_symbol(symbols[hit.seq]).model_dump(), score=round(hit.score, 6), relevance=round(relevance, 4))
+            for hit, relevance in hits
+            if hit.seq in symbols
         ]
         pending = self.search.pending_vectors()
         notes = [note] if (note := self.indexer.progress.note()) else []

@@ -314,6 +314,24 @@ class CodeStore:
         marks = ",".join("?" * len(ids))
         return {row["id"]: _symbol(row) for row in self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols WHERE id IN ({marks})", ids)}
 
+    def definition_sites(self, name: str, limit: int) -> list[tuple[str, str]]:
+        """(path, qualname) of definitions whose name or qualified name (either separator) is `name`."""
+        spellings = sorted({name, name.replace("::", "."), name.replace(".", "::")})
+        marks = ",".join("?" * len(spellings))
+        rows = self._read(
+            f"SELECT DISTINCT path, qualname FROM code_symbols WHERE (name = ? COLLATE NOCASE AND name = ?) OR qualname IN ({marks}) "
+            "ORDER BY path, qualname LIMIT ?",
+            (name, name, *spellings, limit),
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    def symbol_digest(self, path: str, qualname: str) -> str | None:
+        """The content hash of a definition (of all of them, for overloads); None when it is gone."""
+        rows = self._read(
+            "SELECT content_hash FROM code_symbols WHERE path = ? AND qualname = ? ORDER BY content_hash", (path, qualname)
+        )
+        return ",".join(row[0] for row in rows) or None
+
     def references(self, name: str, path_prefix: str | None, limit: int) -> list[StoredReference]:
         """Use sites of `name`, by path and line, at most `limit`."""
         where, params = "name = ?", [name]

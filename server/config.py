@@ -49,6 +49,20 @@ class Settings(BaseSettings):
         default=2000, ge=100, description="Cap on the session-start pack (project_context.md + pins), in tokens."
     )
 
+    recency_half_life_days: float = Field(
+        default=7.0, ge=0, description="Recall: a note or turn this many days old loses half of its recency share (0: no decay)."
+    )
+    min_relevance: float = Field(
+        default=0.24, ge=0, le=1, description="Recall's relevance floor (cosine, or query-term coverage); callers may pass a lower one."
+    )
+    near_duplicate_similarity: float = Field(
+        default=0.95, gt=0, le=1, description="A new memory this similar to a live one of its kind (same specifics) is not stored twice."
+    )
+    restated_context_similarity: float = Field(
+        default=0.88, gt=0, le=1, description="A memory this similar to a block of project_context.md is flagged as restating it."
+    )
+    reject_restated_context: bool = Field(default=False, description="Refuse memories that only restate project_context.md.")
+
     code_index: bool = Field(default=True, description="Index the project's source code (symbols and references).")
     watch: bool = Field(default=True, description="Keep the code index current with a file watcher while serving.")
     code_max_file_bytes: int = Field(default=1024 * 1024, ge=1, description="Larger source files are skipped.")

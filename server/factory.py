@@ -19,7 +19,8 @@ from .config import ProjectPaths, Settings, resolve_paths
 from .errors import StorageError
 from .index_sync import IndexSync
 from .journal import Journal
-from .ledger import LedgerService, Limits
+from .ledger import LedgerService, Limits, Quality
+from .ranking import RankingParams
 from .tokens import TokenCounter
 
 
@@ -60,8 +61,13 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
 
     sync = IndexSync(journal, open_index, embedder)
     tokens = TokenCounter()
-    code = open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
-    return LedgerService(paths, journal, sync, Limits(settings.max_text_bytes, settings.instructions_tokens), tokens, code)
+    ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
+    quality = Quality(settings.near_duplicate_similarity, settings.restated_context_similarity, settings.reject_restated_context)
+    code = (
+        open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
+    )
+    limits = Limits(settings.max_text_bytes, settings.instructions_tokens)
+    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality)
 
 
 def open_search_index(

@@ -33,6 +33,7 @@ from project_ledger.indexers.search_index import (
     SearchFilter,
     SearchIndex,
     SparseEncoder,
+    coverage,
 )
 
 from .errors import IndexUnavailable
@@ -206,6 +207,13 @@ class IndexSync:
             self._apply(index)
             assert self._encoder is not None
             return index.candidates(dense, self._encoder.query(query), where.conditions(), limit)
+
+    def coverage(self, query: str, texts: dict[int, str]) -> dict[int, float]:
+        """How much of the query's terms each text contains (see `search_index.coverage`)."""
+        self.index()
+        assert self._encoder is not None
+        terms = self._encoder.query(query)
+        return {seq: coverage(terms, self._encoder.document(text)) for seq, text in texts.items()}
 
     def catch_up(self) -> None:
         index = self.index()

@@ -68,6 +68,16 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Anchor:
+    """A memory's link to code: a file, or a symbol (`name`, its qualified name) in a file."""
+
+    target: str  # "file" or "symbol"
+    path: str
+    name: str
+    hash: str | None  # content hash when the memory was stored; None if it was not indexed yet
+
+
+@dataclass(frozen=True)
 class Counts:
     by_kind: dict[str, int]
     pinned: int
@@ -194,12 +204,15 @@ class Journal:
         symbols: list[str],
         pinned: bool,
         supersedes: str | None,
+        anchors: Sequence[Anchor] = (),
+        vector: tuple[str, bytes] | None = None,
     ) -> tuple[str, bool]:
         """Store a memory; returns (id, created).
 
         The same text in the same session as a current (live, not superseded)
         memory is not stored twice: that memory's id comes back, pinned if asked,
-        with its own kind and tags kept.
+        with its own kind and tags kept. `vector` is (model, dense vector) when
+        the caller embedded the text already.
         """
         digest = content_hash(text)
         now = utc_now()
@@ -247,6 +260,13 @@ class Journal:
             )
             if supersedes is not None:
                 self._supersede(db, supersedes, memory_id, now)
+            seq = db.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+            db.executemany(
+                "INSERT OR IGNORE INTO memory_links (seq, target, path, name, hash) VALUES (?,?,?,?,?)",
+                [(seq, a.target, a.path, a.name, a.hash) for a in anchors],
+            )
+            if vector is not None:
+                db.execute("INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)", (seq, *vector))
             return memory_id, True
 
     def _supersede(self, db: sqlite3.Connection, old: str, new: str, now: str) -> None:
@@ -299,6 +319,7 @@ class Journal:
                 (now, now, self._next_rev(db), row["seq"]),
             )
             db.execute("DELETE FROM embeddings WHERE seq = ?", (row["seq"],))
+            db.execute("DELETE FROM memory_links WHERE seq = ?", (row["seq"],))
             db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
         self._wal_needs_purge = True
         self.purge_wal()
@@ -333,6 +354,72 @@ class Journal:
             db.execute(
                 f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE seq IN ({marks})",
                 (utc_now(), *seqs),
+            )
+
+    def get(self, memory_id: str) -> Memory:
+        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+        if not rows:
+            raise MemoryNotFound(memory_id)
+        return _row_to_memory(rows[0])
+
+    def history(self, memory_id: str) -> list[Memory]:
+        """The supersession chain through `memory_id`, oldest first (forgotten links show as tombstones)."""
+        chain = [self.get(memory_id)]
+        while older := self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE superseded_by = ?", (chain[0].id,)):
+            chain.insert(0, _row_to_memory(older[0]))
+        while chain[-1].superseded_by is not None:
+            chain.append(self.get(chain[-1].superseded_by))
+        return chain
+
+    def superseded_in_sessions(self, sessions: Sequence[str]) -> dict[int, Memory]:
+        """Live memories that were superseded, from these sessions, by seq."""
+        if not sessions:
+            return {}
+        marks = ",".join("?" * len(sessions))
+        rows = self._read(
+            f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE session IN ({marks}) AND superseded_by IS NOT NULL "
+            "AND deleted_at IS NULL",
+            list(sessions),
+        )
+        return {row["seq"]: _row_to_memory(row) for row in rows}
+
+    def vectors(self, seqs: Sequence[int], model: str) -> dict[int, bytes]:
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        rows = self._read(f"SELECT seq, vector FROM embeddings WHERE model = ? AND seq IN ({marks})", [model, *seqs])
+        return {row[0]: row[1] for row in rows}
+
+    def recent_turns(self, session: str, limit: int) -> list[Memory]:
+        """The last `limit` live turns of a session, newest first."""
+        rows = self._read(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE session = ? AND kind = 'turn' AND deleted_at IS NULL "
+            "ORDER BY seq DESC LIMIT ?",
+            (session, limit),
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    def anchors(self, ids: Sequence[str] | None = None) -> dict[str, list[Anchor]]:
+        """Code links by memory id: of these live memories, or of all of them."""
+        sql = "SELECT m.id, l.target, l.path, l.name, l.hash FROM memory_links l JOIN memories m ON m.seq = l.seq WHERE m.deleted_at IS NULL"
+        params: list[object] = []
+        if ids is not None:
+            if not ids:
+                return {}
+            sql += f" AND m.id IN ({','.join('?' * len(ids))})"
+            params = list(ids)
+        found: dict[str, list[Anchor]] = {}
+        for row in self._read(sql + " ORDER BY m.seq", params):
+            found.setdefault(row[0], []).append(Anchor(row[1], row[2], row[3], row[4]))
+        return found
+
+    def settle_anchor(self, memory_id: str, anchor: Anchor, digest: str) -> None:
+        """Record the hash of a target that was not indexed yet when the memory was stored."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE memory_links SET hash = ? WHERE seq = (SELECT seq FROM memories WHERE id = ?) AND target = ? "
+                "AND path = ? AND name = ? AND hash IS NULL",
+                (digest, memory_id, anchor.target, anchor.path, anchor.name),
             )
 
     def pinned(self) -> list[Memory]:

@@ -1,4 +1,4 @@
-"""The ledger service: remember, recall, pin, forget, status and the session-start pack.
+"""The ledger service: remember, recall, context, history, pin, forget and status.
 
 It knows nothing of MCP or the CLI; both call these methods (the MCP tools from
 a worker thread, since everything here is synchronous). The journal is written
@@ -10,30 +10,44 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from importlib import metadata
 
-from project_ledger.indexers.search_index import FusionParams, SearchFilter, fuse
+from project_ledger.indexers.embedding import to_bytes
+from project_ledger.indexers.search_index import SearchFilter
 
+from .code_links import CodeAnchors
 from .code_service import CodeService
 from .config import ProjectPaths
-from .errors import InvalidArgument, StorageError
+from .context_pack import Pack, PackCache, assemble, cache_key
+from .context_sections import query_sections, render_hit, render_memory, stable_sections
+from .errors import IndexUnavailable, InvalidArgument, StorageError
 from .index_sync import IndexSync
 from .journal import Journal
 from .models import (
     KINDS,
     Ack,
+    CodeHit,
+    ContextResult,
     EmbeddingStatus,
+    HistoryResult,
     IndexStatus,
     Memory,
     RecallHit,
+    RecallMode,
     RecallResult,
     RememberResult,
-    SessionStart,
+    StaleMemory,
     Status,
 )
-from .session_start import PackCache, ProjectContextFile, build_session_start, missing_context_text, render_pinned
+from .project_context import ProjectContextFile, missing_context_text
+from .ranking import Ranked, RankingParams, for_window, outdated_turns, rank
+from .restatement import RestatementCheck
+from .text_signals import specifics
 from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -43,6 +57,12 @@ MAX_TAGS = 32
 MAX_LINKS = 100  # files and symbols a memory may name
 MAX_LABEL_CHARS = 200  # tags, session, role, file and symbol names
 MODEL_WAIT_SECONDS = 5.0
+MIN_CONTEXT_TOKENS = 100
+MAX_CONTEXT_TOKENS = 200_000
+CONTEXT_MEMORIES = 12
+CONTEXT_SYMBOLS = 6
+CONTEXT_TURNS = 8
+MAX_STALE_LISTED = 50
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -53,6 +73,15 @@ class Limits:
     instructions_tokens: int
 
 
+@dataclass(frozen=True)
+class Quality:
+    """Thresholds that keep the ledger clean; see `benchmarks/retrieval.py` for how they were chosen."""
+
+    near_duplicate: float = 0.95
+    restated_context: float = 0.88
+    reject_restated: bool = False
+
+
 def version() -> str:
     try:
         return metadata.version("project-ledger")
@@ -60,30 +89,27 @@ def version() -> str:
         return "0+unknown"
 
 
-def render_hit(hit: RecallHit) -> str:
-    """The compact form a model reads: one header line, then the text verbatim."""
-    flags = "".join([" pinned" if hit.pinned else "", f" superseded-by={hit.superseded_by}" if hit.superseded_by else ""])
-    tags = f" tags={','.join(hit.tags)}" if hit.tags else ""
-    session = f" session={hit.session}" if hit.session else ""
-    return f"[{hit.id} {hit.kind} {hit.created_at[:10]}{session}{tags}{flags}]\n{hit.text}"
+def parse_moment(value: str, what: str, end_of_day: bool = False) -> float:
+    """An ISO date or datetime, or an age such as `30m`, `12h`, `2d`, `1w` (that long ago); epoch seconds.
 
-
-def parse_since(value: str) -> float:
-    """An ISO date or datetime, or a relative age such as `30m`, `12h`, `2d`, `1w`; returns epoch seconds."""
+    With `end_of_day`, a bare date means the end of that day (for `until`).
+    """
     relative = _RELATIVE.match(value)
     if relative:
         try:
             return (datetime.now(UTC) - timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})).timestamp()
         except OverflowError:
-            raise InvalidArgument(f"since={value!r} reaches back past year 1; use a smaller age or an ISO date") from None
+            raise InvalidArgument(f"{what}={value!r} reaches back past year 1; use a smaller age or an ISO date") from None
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise InvalidArgument(
-            f"since={value!r} is not a date: use ISO 8601 (2026-11-30 or 2026-11-30T09:00:00Z) or an age like 2d, 12h, 1w"
+            f"{what}={value!r} is not a date: use ISO 8601 (2026-11-30 or 2026-11-30T09:00:00Z) or an age like 2d, 12h, 1w"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    if end_of_day and len(value.strip()) == 10:
+        moment += timedelta(days=1, microseconds=-1)
     return moment.timestamp()
 
 
@@ -96,16 +122,23 @@ class LedgerService:
         limits: Limits,
         tokens: TokenCounter,
         code: CodeService | None,
+        ranking: RankingParams,
+        quality: Quality,
     ) -> None:
         self.paths = paths
         self.journal = journal
         self.sync = sync
         self.limits = limits
-        self.fusion = FusionParams()
+        self.ranking = ranking
+        self.quality = quality
         self.tokens = tokens
         self.code = code
         self.project_context = ProjectContextFile(paths.project_context)
         self.pack_cache = PackCache(paths.data_dir / "session_start.json")
+        self.anchors = CodeAnchors(
+            paths.root, code.store if code is not None else None, lambda: code is not None and code.indexer.progress.running
+        )
+        self.restatement = RestatementCheck(self.project_context, sync.embedder, quality.restated_context)
 
     def start(self) -> None:
         """Background start-up for a long-running server: the index and model, and the tokenizer's
@@ -169,6 +202,12 @@ class LedgerService:
     def _label(self, value: str | None, what: str) -> str | None:
         return None if value is None else self._labels([value], what)[0]
 
+    @staticmethod
+    def _floor(value: float | None) -> float | None:
+        if value is not None and not 0 <= value <= 1:
+            raise InvalidArgument(f"min_relevance={value} is out of range: give 0 (no floor) to 1")
+        return value
+
     # -- writes ----------------------------------------------------------------
 
     def remember(
@@ -183,20 +222,80 @@ class LedgerService:
         pinned: bool = False,
         supersedes: str | None = None,
     ) -> RememberResult:
+        """Store a memory, unless it is already there.
+
+        Turns are records of a conversation and are stored as said. Other kinds
+        are embedded right away (so the near-duplicate check sees the newest
+        memories too), compared with project_context.md, and checked against
+        live memories of the same kind.
+        """
+        text, kind = self._text(text), self._kind(kind)
+        tags = self._labels(tags or [], "tags", MAX_TAGS)
+        session, role = self._label(session, "session"), self._label(role, "role")
+        files = self._labels(files or [], "files", MAX_LINKS)
+        symbols = self._labels(symbols or [], "symbols", MAX_LINKS)
+        embedder = self.sync.embedder
+        vector = embedder.embed_documents([text])[0] if kind != "turn" and embedder.state == "ready" else None
+        notes: list[str] = []
+        restated = self.restatement.check(text, vector) if kind != "turn" else None
+        if restated is not None and self.quality.reject_restated:
+            raise InvalidArgument(
+                f"not stored: this only restates project_context.md (section {restated.section!r}: {restated.block[:120]!r}). "
+                "Edit the file instead, or store what is new (LEDGER_REJECT_RESTATED_CONTEXT=false allows it)."
+            )
+        if vector is not None and supersedes is None:
+            duplicate = self._near_duplicate(text, kind, vector.tolist())
+            if duplicate is not None:
+                seq, twin, similarity = duplicate
+                self.journal.touch([seq])
+                if pinned and not twin.pinned:
+                    self.pin(twin.id)
+                return RememberResult(
+                    id=twin.id, created=False, duplicate_of=twin.id, similarity=round(similarity, 4),
+                    note=f"a live {kind} already says this (similarity {similarity:.3f}); its access data was refreshed",
+                )  # fmt: skip
+        elif vector is None and kind != "turn":
+            notes.append(f"near-duplicate check skipped: the embedding model is {embedder.state}")
+        anchors, link_notes = self.anchors.resolve(text, files, symbols)
         memory_id, created = self.journal.insert(
-            text=self._text(text),
-            kind=self._kind(kind),
-            tags=self._labels(tags or [], "tags", MAX_TAGS),
-            session=self._label(session, "session"),
-            role=self._label(role, "role"),
-            files=self._labels(files or [], "files", MAX_LINKS),
-            symbols=self._labels(symbols or [], "symbols", MAX_LINKS),
-            pinned=pinned,
-            supersedes=supersedes,
-        )
+            text=text, kind=kind, tags=tags, session=session, role=role, files=files, symbols=symbols, pinned=pinned,
+            supersedes=supersedes, anchors=anchors,
+            vector=(embedder.identity, to_bytes(vector)) if vector is not None else None,
+        )  # fmt: skip
         if created:
             self.sync.kick()
-        return RememberResult(id=memory_id, created=created, duplicate_of=None if created else memory_id)
+        else:
+            notes.append("the same text is already stored in this session")
+        if restated is not None:
+            notes.append(f"this restates project_context.md (section {restated.section!r}); consider editing the file instead")
+        return RememberResult(
+            id=memory_id,
+            created=created,
+            duplicate_of=None if created else memory_id,
+            restates_context=restated is not None,
+            context_section=restated.section if restated is not None else None,
+            links=[f"{a.target} {a.name + ' in ' if a.name else ''}{a.path}" for a in anchors] if created else [],
+            note="; ".join([*notes, *link_notes]) or None,
+        )
+
+    def _near_duplicate(self, text: str, kind: str, vector: list[float]) -> tuple[int, Memory, float] | None:
+        """The closest live, current memory of `kind` if it says the same thing: very similar, same specifics.
+
+        A write never waits on the index: if it is unavailable, the memory is stored unchecked.
+        """
+        try:
+            found = self.sync.candidates(text, vector, SearchFilter(kinds=[kind]), 3)
+        except IndexUnavailable as exc:
+            log.warning("near-duplicate check skipped: %s", exc)
+            return None
+        close = [hit for hit in found.dense if hit.score >= self.quality.near_duplicate]
+        memories = self.journal.get_by_seqs([hit.seq for hit in close])
+        own = specifics(text)
+        for hit in close:
+            memory = memories.get(hit.seq)
+            if memory is not None and specifics(memory.text) == own:
+                return hit.seq, memory, hit.score
+        return None
 
     def pin(self, memory_id: str) -> Ack:
         self.journal.set_pinned(memory_id, True)
@@ -220,29 +319,10 @@ class LedgerService:
 
     # -- recall ----------------------------------------------------------------
 
-    def recall(
-        self,
-        query: str,
-        k: int = 8,
-        kinds: list[str] | None = None,
-        tags: list[str] | None = None,
-        session: str | None = None,
-        since: str | None = None,
-        include_superseded: bool = False,
-        token_budget: int | None = None,
-    ) -> RecallResult:
-        query = self._text(query, "query")
-        if not 1 <= k <= MAX_K:
-            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {MAX_K} results")
-        if token_budget is not None and token_budget < 1:
-            raise InvalidArgument("token_budget must be a positive number of tokens")
-        where = SearchFilter(
-            kinds=[self._kind(kind) for kind in kinds] if kinds else None,
-            tags=self._labels(tags, "tags") if tags else None,
-            session=self._label(session, "session"),
-            since=parse_since(since) if since else None,
-            include_superseded=include_superseded,
-        )
+    def _retrieve(
+        self, query: str, where: SearchFilter, k: int, session: str | None, floor: float | None
+    ) -> tuple[list[Ranked], int, RecallMode, list[str]]:
+        """Ranked memories above the floor (at most `k`), how many fell under it, the mode, and notes."""
         self.sync.index()  # fails fast, with the reason, if the index could not open
         embedder = self.sync.embedder
         notes: list[str] = []
@@ -253,23 +333,84 @@ class LedgerService:
             dense = embedder.embed_query(query).tolist()
         else:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
-        found = self.sync.candidates(query, dense, where, max(self.fusion.candidates, k))
-        hits = fuse(found, self.fusion, k)
-        memories = self.journal.get_by_seqs([hit.seq for hit in hits])
-        ranked = [(hit.seq, _hit(m, hit.score)) for hit in hits if (m := memories.get(hit.seq)) is not None]
-        kept, left_out = self._fit([r for _, r in ranked], token_budget)
-        if left_out:
-            notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
-        kept_ids = {r.id for r in kept}
+        found = self.sync.candidates(query, dense, where, max(self.ranking.fusion.candidates, k))
+        memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))
+        lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
+        params = for_window(self.ranking, where)
+        kept, below = rank(found, memories, lexical, params, time.time(), session, floor, self.outdated(memories))
+        return kept[:k], len(below), "hybrid" if dense is not None else "bm25-only", notes
+
+    def outdated(self, memories: Mapping[int, Memory]) -> dict[int, str]:
+        """Which of these turns stated a decision that was later superseded (see `ranking.outdated_turns`)."""
+        turns = {seq: m for seq, m in memories.items() if m.kind == "turn" and m.session is not None}
+        retired = self.journal.superseded_in_sessions(sorted({m.session for m in turns.values() if m.session}))
+        if not turns or not retired:
+            return {}
+        import numpy as np  # kept off the import path of `serve`: the handshake does not need it
+
+        vectors = {}
+        for seq, blob in self.journal.vectors([*turns, *retired], self.sync.embedder.identity).items():
+            vector = np.frombuffer(blob, dtype=np.float32)
+            vectors[seq] = vector / (np.linalg.norm(vector) or 1.0)
+        return outdated_turns(turns, retired, vectors, self.ranking.outdated_turn_similarity)
+
+    def _hits(self, ranked: list[Ranked]) -> list[RecallHit]:
+        """Recall results, marked stale where the code they are anchored to has changed."""
+        anchors = self.journal.anchors([r.memory.id for r in ranked])
+        hits = []
+        for r in ranked:
+            changed = self.anchors.changes(anchors.get(r.memory.id, []), partial(self.journal.settle_anchor, r.memory.id))
+            hits.append(_hit(r, changed))
+        return hits
+
+    def _touch(self, seqs: list[int]) -> None:
         try:
-            self.journal.touch([seq for seq, r in ranked if r.id in kept_ids])
+            self.journal.touch(seqs)
         except StorageError as exc:  # access stats are not worth failing a read for
             log.warning("access stats not recorded: %s", exc)
+
+    def recall(
+        self,
+        query: str,
+        k: int = 8,
+        kinds: list[str] | None = None,
+        tags: list[str] | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        include_superseded: bool = False,
+        token_budget: int | None = None,
+        current_session: str | None = None,
+        min_relevance: float | None = None,
+    ) -> RecallResult:
+        query = self._text(query, "query")
+        if not 1 <= k <= MAX_K:
+            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {MAX_K} results")
+        if token_budget is not None and token_budget < 1:
+            raise InvalidArgument("token_budget must be a positive number of tokens")
+        where = SearchFilter(
+            kinds=[self._kind(kind) for kind in kinds] if kinds else None,
+            tags=self._labels(tags, "tags") if tags else None,
+            session=self._label(session, "session"),
+            since=parse_moment(since, "since") if since else None,
+            until=parse_moment(until, "until", end_of_day=True) if until else None,
+            include_superseded=include_superseded,
+        )
+        if where.since is not None and where.until is not None and where.since > where.until:
+            raise InvalidArgument(f"since={since!r} is after until={until!r}; nothing can match")
+        ranked, below, mode, notes = self._retrieve(
+            query, where, k, self._label(current_session, "current_session"), self._floor(min_relevance)
+        )
+        kept, left_out = self._fit(self._hits(ranked), token_budget)
+        if left_out:
+            notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
+        if not kept and below:
+            floor = self.ranking.floor if min_relevance is None else min_relevance
+            notes.append(f"no relevant memory: {below} weaker matches fell under min_relevance={floor:g}; pass a lower one to see them")
+        kept_ids = {hit.id for hit in kept}
+        self._touch([r.seq for r in ranked if r.memory.id in kept_ids])
         return RecallResult(
-            results=kept,
-            tokens=self.tokens.count(render_results(kept)),
-            mode="hybrid" if dense is not None else "bm25-only",
-            note="; ".join(notes) or None,
+            results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
         )
 
     def _fit(self, results: list[RecallHit], budget: int | None) -> tuple[list[RecallHit], list[str]]:
@@ -288,26 +429,70 @@ class LedgerService:
         kept_ids = {hit.id for hit in kept}
         return kept, [hit.id for hit in results if hit.id not in kept_ids]
 
-    # -- session start, resources, status --------------------------------------
+    def history(self, memory_id: str) -> HistoryResult:
+        chain = self.journal.history(self._label(memory_id, "id") or memory_id)
+        return HistoryResult(id=memory_id, current=chain[-1].id, chain=chain)
 
-    def session_start(self) -> SessionStart:
-        return build_session_start(
-            self.project_context.read(),
-            self.paths.project_context,
-            self.journal.pinned(),
-            self.limits.instructions_tokens,
-            self.tokens,
-            self.pack_cache,
-        )
+    # -- context packs -----------------------------------------------------------
+
+    def context(self, query: str | None = None, token_budget: int = 4000, session: str | None = None) -> ContextResult:
+        """One block within `token_budget`: project context, pins, then (for a query) the memories and code
+        it needs, then the session's latest turns."""
+        if not MIN_CONTEXT_TOKENS <= token_budget <= MAX_CONTEXT_TOKENS:
+            raise InvalidArgument(f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}")
+        session = self._label(session, "session")
+        pinned = self.journal.pinned()
+        sections = stable_sections(self.project_context.read(), self.paths.project_context, pinned)
+        mode: RecallMode = "hybrid" if self.sync.embedder.state == "ready" else "bm25-only"
+        memories: list[RecallHit] = []
+        symbols: list[CodeHit] = []
+        if query is not None:
+            query = self._text(query, "query")
+            pinned_ids = {m.id for m in pinned}
+            ranked, _, mode, _ = self._retrieve(query, SearchFilter(), CONTEXT_MEMORIES + len(pinned_ids), session, None)
+            ranked = [r for r in ranked if r.memory.id not in pinned_ids][:CONTEXT_MEMORIES]
+            memories = self._hits(ranked)
+            self._touch([r.seq for r in ranked])
+            if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
+                found = self.code.search_code(query, CONTEXT_SYMBOLS).results
+                symbols = [hit for hit in found if hit.relevance >= self.ranking.floor]
+        turns = self.journal.recent_turns(session, CONTEXT_TURNS) if session is not None else []
+        shown = {hit.id for hit in memories}
+        sections += query_sections(query or "", memories, symbols, [t for t in turns if t.id not in shown], session)
+        pack = assemble(sections, token_budget, self.tokens)
+        return ContextResult(
+            text=pack.text, tokens=pack.tokens, token_budget=token_budget, sections=pack.sections, ids=pack.ids,
+            left_out=pack.left_out, mode=mode,
+        )  # fmt: skip
+
+    def session_start(self) -> Pack:
+        """The pack without a query, capped for the server's instructions; cached on disk across starts."""
+        sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
+        key = cache_key(sections, self.limits.instructions_tokens)
+        if (cached := self.pack_cache.get(key)) is not None:
+            return cached
+        pack = assemble(sections, self.limits.instructions_tokens, self.tokens)
+        self.pack_cache.put(key, pack)
+        return pack
+
+    # -- resources, status --------------------------------------------------------
 
     def project_context_text(self) -> str:
         return self.project_context.read() or missing_context_text(self.paths.project_context)
 
     def pinned_text(self) -> str:
-        return render_pinned(self.journal.pinned()) or "No pinned memories. Pin one with the `pin` tool."
+        pinned = self.journal.pinned()
+        return "\n\n".join(render_memory(m) for m in pinned) or "No pinned memories. Pin one with the `pin` tool."
 
     def reindex(self) -> int:
         return self.sync.rebuild()
+
+    def stale_memories(self) -> list[StaleMemory]:
+        stale = []
+        for memory_id, anchors in self.journal.anchors().items():
+            if changed := self.anchors.changes(anchors, partial(self.journal.settle_anchor, memory_id)):
+                stale.append(StaleMemory(id=memory_id, changed=changed))
+        return stale[:MAX_STALE_LISTED]
 
     def status(self) -> Status:
         counts = self.journal.counts()
@@ -343,15 +528,23 @@ class LedgerService:
                 compaction=self.sync.compaction_state(),
             ),
             embedding=EmbeddingStatus(model=embedder.identity, state=embedder.state, detail=embedder.detail),
+            stale=self.stale_memories(),
             code=self.code.status() if self.code is not None else None,
         )
 
 
-_HIT_FIELDS = set(RecallHit.model_fields) - {"score"}
+_HIT_FIELDS = set(RecallHit.model_fields) - {"score", "relevance", "outdated_by", "stale", "changed"}
 
 
-def _hit(memory: Memory, score: float) -> RecallHit:
-    return RecallHit(**memory.model_dump(include=_HIT_FIELDS), score=round(score, 6))
+def _hit(ranked: Ranked, changed: list[str]) -> RecallHit:
+    return RecallHit(
+        **ranked.memory.model_dump(include=_HIT_FIELDS),
+        score=round(ranked.score, 6),
+        relevance=round(ranked.relevance, 4),
+        outdated_by=ranked.outdated_by,
+        stale=bool(changed),
+        changed=changed,
+    )
 
 
 def render_results(results: list[RecallHit]) -> str:

@@ -24,12 +24,15 @@ from pydantic import BaseModel, Field
 
 from .code_service import render_symbol
 from .config import Settings
+from .context_sections import render_memory
 from .errors import LedgerError
 from .factory import open_ledger
 from .ledger import LedgerService, render_results, version
 from .models import (
     Ack,
+    ContextResult,
     FindSymbolResult,
+    HistoryResult,
     Kind,
     RecallResult,
     ReferencesResult,
@@ -82,8 +85,13 @@ class LedgerTools:
             self.ledger.remember, text, kind, tags, session, role, files, symbols, pinned, supersedes
         )
         if result.created:
-            return _answer(result, f"remembered as {result.id}")
-        return _answer(result, f"already remembered as {result.id} (same text, same session)")
+            text = f"remembered as {result.id}"
+        elif result.similarity is not None:
+            text = f"not stored again: {result.id} already says this (similarity {result.similarity:.3f})"
+        else:
+            text = f"already remembered as {result.id} (same text, same session)"
+        extras = [f"linked to {', '.join(result.links)}" if result.links else "", result.note or ""]
+        return _answer(result, "; ".join([text, *filter(None, extras)]))
 
     async def recall(
         self,
@@ -92,17 +100,41 @@ class LedgerTools:
         kinds: list[Kind] | None = None,
         tags: list[str] | None = None,
         session: str | None = None,
-        since: Annotated[str | None, Field(description="ISO date, or an age like 2d, 12h, 1w.")] = None,
+        since: Annotated[str | None, Field(description="Created at or after: ISO date, or an age like 2d, 12h, 1w.")] = None,
+        until: Annotated[str | None, Field(description="Created at or before: ISO date (the whole day), or an age.")] = None,
         include_superseded: bool = False,
         token_budget: Annotated[int | None, Field(ge=1, description="Fit the results in this many tokens.")] = None,
+        current_session: Annotated[str | None, Field(description="Your session id: its memories rank a little higher.")] = None,
+        min_relevance: Annotated[
+            float | None, Field(ge=0, le=1, description="Relevance floor (default from settings); 0 returns the nearest anyway.")
+        ] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
-        """Search the project's memories (hybrid: meaning plus exact words). Best matches first."""
+        """Search the project's memories (hybrid: meaning plus exact words). Best matches first; nothing
+        under the relevance floor. Stale results say which code changed since they were stored."""
         result = await self._call(
-            self.ledger.recall, query, k, list(kinds) if kinds else None, tags, session, since, include_superseded, token_budget
-        )
+            self.ledger.recall, query, k, list(kinds) if kinds else None, tags, session, since, until, include_superseded,
+            token_budget, current_session, min_relevance,
+        )  # fmt: skip
         header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
-        body = render_results(result.results) if result.results else "No memory matched."
+        body = render_results(result.results) if result.results else "No relevant memory."
         return _answer(result, f"{header}\n\n{body}")
+
+    async def context(
+        self,
+        query: Annotated[str | None, Field(description="The task or question; without it, the session-start pack.")] = None,
+        token_budget: Annotated[int, Field(ge=100, le=200_000)] = 4000,
+        session: Annotated[str | None, Field(description="Your session id: its latest turns close the pack.")] = None,
+    ) -> Annotated[CallToolResult, ContextResult]:
+        """Everything relevant in one block within token_budget: project context, pins, memories and code
+        for the query, recent turns. Says what was left out and how to get it."""
+        result = await self._call(self.ledger.context, query, token_budget, session)
+        return _answer(result, result.text)
+
+    async def history(self, id: MemoryId) -> Annotated[CallToolResult, HistoryResult]:
+        """A memory's supersession chain, oldest first: how a decision changed over time."""
+        result = await self._call(self.ledger.history, id)
+        text = "\n\n".join(render_memory(m) for m in result.chain)
+        return _answer(result, f"{len(result.chain)} versions; current: {result.current}\n\n{text}")
 
     async def pin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Pin a memory: it is shown at the start of every session."""
@@ -182,7 +214,7 @@ class LedgerTools:
         return await self._call(self.ledger.pinned_text, error=ResourceError)
 
     async def session_start(self) -> str:
-        """Project context and pinned memories: what to know before working on this project."""
+        """Project context and pinned memories: what to know before working on this project (the `context` pack without a query)."""
         return (await self._call(self.ledger.session_start)).text
 
 
@@ -207,6 +239,8 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
     )
     app.add_tool(tools.remember, annotations=ToolAnnotations(destructive_hint=False))
     app.add_tool(tools.recall, annotations=ToolAnnotations(read_only_hint=True))
+    app.add_tool(tools.context, annotations=ToolAnnotations(read_only_hint=True))
+    app.add_tool(tools.history, annotations=ToolAnnotations(read_only_hint=True))
     app.add_tool(tools.pin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
     app.add_tool(tools.unpin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
     app.add_tool(tools.forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))

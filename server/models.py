@@ -45,8 +45,13 @@ class Memory(Record):
 
 class RememberResult(Record):
     id: str
-    created: bool = Field(description="False when the same text already exists in the same session.")
-    duplicate_of: str | None = None
+    created: bool = Field(description="False when the memory was already stored (same text, or a near-duplicate).")
+    duplicate_of: str | None = Field(default=None, description="The existing memory this one duplicates; its access data was refreshed.")
+    similarity: float | None = Field(default=None, description="Cosine similarity to that memory, for a near-duplicate.")
+    restates_context: bool = Field(default=False, description="The text only restates part of project_context.md.")
+    context_section: str | None = Field(default=None, description="The section of project_context.md it restates.")
+    links: list[str] = Field(default_factory=list, description="Code this memory is anchored to; edits to it mark the memory stale.")
+    note: str | None = None
 
 
 class RecallHit(Record):
@@ -60,13 +65,39 @@ class RecallHit(Record):
     pinned: bool
     superseded_by: str | None = None
     score: float
+    relevance: float = Field(description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it.")
+    outdated_by: str | None = Field(default=None, description="A turn that stated a decision since superseded: the id that replaced it.")
+    stale: bool = False
+    changed: list[str] = Field(default_factory=list, description="For a stale memory: the code that changed since it was stored.")
 
 
 class RecallResult(Record):
     results: list[RecallHit]
     tokens: int = Field(description="tiktoken (cl100k) count of the results' rendered text.")
     mode: RecallMode
+    below_floor: int = Field(default=0, description="Candidates left out for relevance under min_relevance.")
     note: str | None = Field(default=None, description="Why the mode is degraded or results were cut, if they were.")
+
+
+class HistoryResult(Record):
+    id: str
+    current: str = Field(description="The newest version in the chain.")
+    chain: list[Memory] = Field(description="Oldest first; each was superseded by the next.")
+
+
+class ContextResult(Record):
+    text: str
+    tokens: int = Field(description="tiktoken (cl100k) count of `text`; never above token_budget.")
+    token_budget: int
+    sections: dict[str, int] = Field(description="Tokens per section, in the order they appear.")
+    ids: list[str] = Field(description="Memory ids included.")
+    left_out: list[str] = Field(description="Memory ids that were relevant but did not fit; recall them by id or query.")
+    mode: RecallMode
+
+
+class StaleMemory(Record):
+    id: str
+    changed: list[str]
 
 
 class Ack(Record):
@@ -106,6 +137,7 @@ class Status(Record):
     session_start_cut: bool = Field(description="The session-start pack is cut to fit its token cap.")
     index: IndexStatus
     embedding: EmbeddingStatus
+    stale: list[StaleMemory] = Field(default_factory=list, description="Memories whose code changed since they were stored.")
     code: CodeStatus | None = Field(default=None, description="The code-symbol index; null when it is turned off.")
 
 
@@ -140,6 +172,7 @@ class FindSymbolResult(Record):
 
 class CodeHit(CodeSymbol):
     score: float
+    relevance: float = Field(description="0-1: cosine similarity, or the share of the query's terms it contains.")
 
 
 class SearchCodeResult(Record):

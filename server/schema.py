@@ -115,4 +115,20 @@ def _m002_create_code_index(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO counters (name, value) VALUES ('code_rev', 0), ('code_tree', 0)")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_create_memories, _m002_create_code_index)
+def _m003_create_memory_links(db: sqlite3.Connection) -> None:
+    """Memories anchored to code: a file, or a symbol in a file, with its content hash when the memory was stored.
+
+    `hash` is NULL when the target was not indexed yet at that moment; the first
+    lookup that finds it records the hash then.
+    """
+    db.execute(
+        "CREATE TABLE memory_links (seq INTEGER NOT NULL REFERENCES memories(seq), target TEXT NOT NULL, "
+        "path TEXT NOT NULL, name TEXT NOT NULL, hash TEXT, PRIMARY KEY (seq, target, path, name)) WITHOUT ROWID"
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _m001_create_memories,
+    _m002_create_code_index,
+    _m003_create_memory_links,
+)

@@ -35,14 +35,20 @@ async def test_recall_finds_a_memory_by_paraphrase_and_by_exact_identifier(proje
         assert by_name[0]["text"] == DECISIONS["retry"]
 
 
-async def test_remember_reports_an_exact_duplicate_in_the_same_session(project: Project) -> None:
+async def test_remember_reports_a_duplicate_and_keeps_every_turn_of_a_conversation(project: Project) -> None:
     async with serve(project) as ledger:
+        await ledger.settled()
         first = await ledger.call("remember", text="Use ruff for linting.", session="s1")
         again = await ledger.call("remember", text="Use ruff for linting.", session="s1")
         elsewhere = await ledger.call("remember", text="Use ruff for linting.", session="s2")
+        turn = await ledger.call("remember", text="ok", kind="turn", session="s1")
+        same_turn = await ledger.call("remember", text="ok", kind="turn", session="s1")
+        turn_elsewhere = await ledger.call("remember", text="ok", kind="turn", session="s2")
     assert first["created"] is True and first["duplicate_of"] is None
-    assert again == {"id": first["id"], "created": False, "duplicate_of": first["id"]}
-    assert elsewhere["created"] is True and elsewhere["id"] != first["id"]
+    assert (again["id"], again["created"], again["duplicate_of"]) == (first["id"], False, first["id"])
+    assert elsewhere["duplicate_of"] == first["id"] and elsewhere["similarity"] == 1.0  # a note is a note in any session
+    assert (same_turn["created"], same_turn["duplicate_of"]) == (False, turn["id"])  # a repeated request, not a new turn
+    assert turn_elsewhere["created"] is True and turn_elsewhere["id"] != turn["id"]
 
 
 async def test_restating_a_memory_can_pin_it_and_a_retired_text_can_come_back(project: Project) -> None:

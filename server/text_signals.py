@@ -1,0 +1,32 @@
+"""Cheap lexical facts about a text that embeddings blur: its numbers, identifiers and negations.
+
+Two sentences can be 0.97 cosine-similar and state opposite facts ("back off
+from 250 ms" / "from 500 ms", "use Redis" / "do not use Redis"). Near-duplicate
+and restatement checks therefore also require the specifics to agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .code_links import identifier_candidates
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:\s*(?:%|[A-Za-z]+))?")  # with its unit: 60 seconds is not 60 minutes
+_WORD = re.compile(r"[a-z0-9]+")
+_NEGATIONS = frozenset({"not", "no", "never", "don", "dont", "doesn", "isn", "won", "without", "stop", "instead", "avoid"})
+_STOPWORDS = frozenset(
+    "the a an and or of to in on for with at by from is are was were be been it its this that these those we our us you "
+    "your they their as into than then so but if when which what who will would should can could do does did has have had".split()
+)
+
+
+def specifics(text: str) -> frozenset[str]:
+    """Numbers, identifiers and negation words: what must agree for two texts to say the same thing."""
+    lowered = text.lower()
+    negations = {word for word in _WORD.findall(lowered) if word in _NEGATIONS}
+    numbers = {number.lower() for number in _NUMBER.findall(text)}
+    return frozenset({*numbers, *identifier_candidates(text), *negations})
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(word for word in _WORD.findall(text.lower()) if len(word) > 2 and word not in _STOPWORDS)
