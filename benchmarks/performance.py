@@ -35,7 +35,6 @@ import anyio
 import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.index_sync import GRAPH_MIN_POINTS
@@ -242,7 +241,7 @@ def main() -> None:
     writes = anyio.run(remember_throughput, 200)
     print(f"remember: {writes}", file=sys.stderr)
     rows = [
-        ("`initialize` answered after spawn (median of %d)" % args.runs, ms(start["initialize"])),
+        (f"`initialize` answered after spawn (median of {args.runs})", ms(start["initialize"])),
         ("first `recall` answered after spawn (index open + model load)", ms(start["first_recall"])),
         ("`tools/list` size", f"{start['tools_tokens']} tokens"),
         ("`remember` over stdio, one call at a time", f"{writes['sequential']:.0f} /s"),
