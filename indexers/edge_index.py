@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from .file_lock import FileLock
 from .search_index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType, SparseVec
 
 MAX_SLOTS = 32
+PERSIST_SECONDS = 1.0  # at most one flush of the shard per second: a flush costs ~30 ms, and every write catches up
 
 
 class EdgeIndex:
@@ -42,6 +44,7 @@ class EdgeIndex:
         self.location = str(slot)
         self._slot = slot
         self._state = IndexState(slot / "state.json", embedder_identity)
+        self._persisted_at = 0.0
         self._shard: Any = None
         slot.mkdir(parents=True, exist_ok=True)
         self._open()
@@ -126,10 +129,21 @@ class EdgeIndex:
         return self._state.epoch
 
     def set_watermark(self, rev: int) -> None:
-        """Flush first: the state file must never claim more than the shard holds."""
-        self._shard.flush()
+        """Recorded now, written to disk at most once a second (and on close).
+
+        After a crash the state file may name an older revision than the shard
+        holds; catching up then re-applies those changes, which is harmless
+        (upserts and deletes by id). The reverse can never happen: `_persist`
+        flushes the shard before it writes the state file.
+        """
         self._state.watermark = rev
+        if time.monotonic() - self._persisted_at >= PERSIST_SECONDS:
+            self._persist()
+
+    def _persist(self) -> None:
+        self._shard.flush()
         self._state.save()
+        self._persisted_at = time.monotonic()
 
     def upsert(self, docs: Sequence[Indexable]) -> None:
         q = self._q
@@ -189,7 +203,7 @@ class EdgeIndex:
 
     def set_erased_through(self, forgets: int) -> None:
         self._state.forgets = forgets
-        self._state.save()
+        self._persist()
 
     def has_graphs(self) -> bool:
         """True while at most a fifth of the points arrived after the graphs were built."""
@@ -241,7 +255,7 @@ class EdgeIndex:
 
     def close(self) -> None:
         try:
-            self._shard.flush()
+            self._persist()
             self._shard.close()
         finally:
             if self._lock is not None:
