@@ -141,11 +141,6 @@ class Status(Record):
     code: CodeStatus | None = Field(default=None, description="The code-symbol index; null when it is turned off.")
 
 
-class SessionStart(Record):
-    text: str
-    truncated: bool = Field(description="True when project_context.md or pins were cut to fit the cap.")
-
-
 # -- code index ----------------------------------------------------------------
 
 SymbolMatch = Literal["exact name", "exact qualified name", "qualified name suffix", "case-insensitive", "prefix", "none"]

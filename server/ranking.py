@@ -54,16 +54,10 @@ class RankingParams:
 
 @dataclass(frozen=True)
 class Ranked:
-    """A memory with its final score and what it was made of (the inspector shows these)."""
-
     seq: int
     memory: Memory
     score: float
     relevance: float
-    dense: float | None  # cosine similarity, when the memory was among the dense candidates
-    bm25: float | None
-    fused: float
-    boosts: dict[str, float]
     outdated_by: str | None  # for a turn that stated a since-superseded decision: what replaced it
 
 
@@ -138,11 +132,10 @@ def rank(
     """
     outdated = outdated or {}
     dense = {hit.seq: hit.score for hit in found.dense}
-    sparse = {hit.seq: hit.score for hit in found.sparse}
     floor = params.floor if floor is None else floor
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
-    for hit in fuse(found, params.fusion, len(dense) + len(sparse)):
+    for hit in fuse(found, params.fusion, len(found.dense) + len(found.sparse)):
         memory = memories.get(hit.seq)
         if memory is None:
             continue
@@ -153,10 +146,6 @@ def rank(
             memory=memory,
             score=score,
             relevance=relevance(dense.get(hit.seq), lexical.get(hit.seq, 0.0)),
-            dense=dense.get(hit.seq),
-            bm25=sparse.get(hit.seq),
-            fused=hit.score,
-            boosts=boosts,
             outdated_by=outdated.get(hit.seq),
         )
         (kept if item.relevance >= floor else dropped).append(item)

@@ -119,8 +119,12 @@ def _m003_create_memory_links(db: sqlite3.Connection) -> None:
     """Memories anchored to code: a file, or a symbol in a file, with its content hash when the memory was stored.
 
     `hash` is NULL when the target was not indexed yet at that moment; the first
-    lookup that finds it records the hash then.
+    lookup that finds it records the hash then. Also an index of superseded
+    memories by session, which every recall consults to find outdated turns.
     """
+    db.execute(
+        "CREATE INDEX memories_superseded ON memories(session) WHERE superseded_by IS NOT NULL AND deleted_at IS NULL"
+    )
     db.execute(
         "CREATE TABLE memory_links (seq INTEGER NOT NULL REFERENCES memories(seq), target TEXT NOT NULL, "
         "path TEXT NOT NULL, name TEXT NOT NULL, hash TEXT, PRIMARY KEY (seq, target, path, name)) WITHOUT ROWID"

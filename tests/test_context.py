@@ -10,7 +10,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import Ledger, Project, serve
+from .conftest import Ledger, Project, cli, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -205,3 +205,13 @@ async def test_recall_takes_a_time_window(project: Project) -> None:
         assert await ledger.recall("webhook retries", until="1d") == []  # everything is newer than a day
         assert "is after until" in await ledger.error("recall", query="webhook retries", since="1d", until="2d")
         assert "not a date" in await ledger.error("recall", query="webhook retries", until="last tuesday")
+
+
+async def test_the_cli_prints_the_pack_an_agent_gets(project: Project) -> None:
+    (project.root / "project_context.md").write_text(CONTEXT)
+    async with serve(project) as ledger:
+        await stock(ledger)
+        await ledger.settled()
+        served = await ledger.call("context", query="how are invoices exported?", token_budget=1500)
+    printed = cli(project, "context", "how are invoices exported?", "--budget", "1500", "--json")
+    assert printed["text"] == served["text"] and printed["tokens"] <= 1500
