@@ -55,11 +55,19 @@ class Settings(BaseSettings):
     min_relevance: float = Field(
         default=0.24, ge=0, le=1, description="Recall's relevance floor (cosine, or query-term coverage); callers may pass a lower one."
     )
-    near_duplicate_similarity: float = Field(
-        default=0.95, gt=0, le=1, description="A new memory this similar to a live one of its kind (same specifics) is not stored twice."
+    near_duplicate_overlap: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="A new memory sharing this share of its content words (Jaccard) with a live one of its kind, "
+        "with the same numbers, identifiers and negations, is not stored twice.",
     )
-    restated_context_similarity: float = Field(
-        default=0.88, gt=0, le=1, description="A memory this similar to a block of project_context.md is flagged as restating it."
+    restated_context_overlap: float = Field(
+        default=0.6,
+        gt=0,
+        le=1,
+        description="A memory whose content words are this much inside one block of project_context.md "
+        "(and whose specifics all are) is flagged as restating it.",
     )
     reject_restated_context: bool = Field(default=False, description="Refuse memories that only restate project_context.md.")
 

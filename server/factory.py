@@ -62,7 +62,7 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     sync = IndexSync(journal, open_index, embedder)
     tokens = TokenCounter()
     ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
-    quality = Quality(settings.near_duplicate_similarity, settings.restated_context_similarity, settings.reject_restated_context)
+    quality = Quality(settings.near_duplicate_overlap, settings.restated_context_overlap, settings.reject_restated_context)
     code = (
         open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
     )

@@ -205,14 +205,12 @@ class Journal:
         pinned: bool,
         supersedes: str | None,
         anchors: Sequence[Anchor] = (),
-        vector: tuple[str, bytes] | None = None,
     ) -> tuple[str, bool]:
         """Store a memory; returns (id, created).
 
         The same text in the same session as a current (live, not superseded)
         memory is not stored twice: that memory's id comes back, pinned if asked,
-        with its own kind and tags kept. `vector` is (model, dense vector) when
-        the caller embedded the text already.
+        with its own kind and tags kept.
         """
         digest = content_hash(text)
         now = utc_now()
@@ -265,8 +263,6 @@ class Journal:
                 "INSERT OR IGNORE INTO memory_links (seq, target, path, name, hash) VALUES (?,?,?,?,?)",
                 [(seq, a.target, a.path, a.name, a.hash) for a in anchors],
             )
-            if vector is not None:
-                db.execute("INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)", (seq, *vector))
             return memory_id, True
 
     def _supersede(self, db: sqlite3.Connection, old: str, new: str, now: str) -> None:

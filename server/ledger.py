@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib import metadata
 
-from project_ledger.indexers.embedding import to_bytes
 from project_ledger.indexers.search_index import SearchFilter
 
 from .code_links import CodeAnchors
@@ -47,7 +46,7 @@ from .models import (
 from .project_context import ProjectContextFile, missing_context_text
 from .ranking import Ranked, RankingParams, for_window, outdated_turns, rank
 from .restatement import RestatementCheck
-from .text_signals import specifics
+from .text_signals import content_words, specifics
 from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -63,6 +62,7 @@ CONTEXT_MEMORIES = 12
 CONTEXT_SYMBOLS = 6
 CONTEXT_TURNS = 8
 MAX_STALE_LISTED = 50
+NEAR_DUPLICATE_CANDIDATES = 5
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -75,10 +75,10 @@ class Limits:
 
 @dataclass(frozen=True)
 class Quality:
-    """Thresholds that keep the ledger clean; see `benchmarks/retrieval.py` for how they were chosen."""
+    """Thresholds that keep the ledger clean (shares of content words); see `benchmarks/retrieval.py`."""
 
-    near_duplicate: float = 0.95
-    restated_context: float = 0.88
+    near_duplicate: float = 0.8
+    restated_context: float = 0.6
     reject_restated: bool = False
 
 
@@ -138,7 +138,7 @@ class LedgerService:
         self.anchors = CodeAnchors(
             paths.root, code.store if code is not None else None, lambda: code is not None and code.indexer.progress.running
         )
-        self.restatement = RestatementCheck(self.project_context, sync.embedder, quality.restated_context)
+        self.restatement = RestatementCheck(self.project_context, quality.restated_context)
 
     def start(self) -> None:
         """Background start-up for a long-running server: the index and model, and the tokenizer's
@@ -225,42 +225,40 @@ class LedgerService:
         """Store a memory, unless it is already there.
 
         Turns are records of a conversation and are stored as said. Other kinds
-        are embedded right away (so the near-duplicate check sees the newest
-        memories too), compared with project_context.md, and checked against
-        live memories of the same kind.
+        are compared with project_context.md and with live memories of the same
+        kind. Both checks are lexical: the model never runs while `remember`
+        answers; the background worker embeds the new memory.
         """
         text, kind = self._text(text), self._kind(kind)
         tags = self._labels(tags or [], "tags", MAX_TAGS)
         session, role = self._label(session, "session"), self._label(role, "role")
         files = self._labels(files or [], "files", MAX_LINKS)
         symbols = self._labels(symbols or [], "symbols", MAX_LINKS)
-        embedder = self.sync.embedder
-        vector = embedder.embed_documents([text])[0] if kind != "turn" and embedder.state == "ready" else None
         notes: list[str] = []
-        restated = self.restatement.check(text, vector) if kind != "turn" else None
+        restated = self.restatement.check(text) if kind != "turn" else None
         if restated is not None and self.quality.reject_restated:
             raise InvalidArgument(
                 f"not stored: this only restates project_context.md (section {restated.section!r}: {restated.block[:120]!r}). "
                 "Edit the file instead, or store what is new (LEDGER_REJECT_RESTATED_CONTEXT=false allows it)."
             )
-        if vector is not None and supersedes is None:
-            duplicate = self._near_duplicate(text, kind, vector.tolist())
+        if kind != "turn" and supersedes is None and self.sync.state() != "ready":
+            notes.append(f"near-duplicate check skipped: the search index is {self.sync.state()}")
+        elif kind != "turn" and supersedes is None:
+            duplicate = self._near_duplicate(text, kind)
             if duplicate is not None:
-                seq, twin, similarity = duplicate
+                seq, twin, overlap = duplicate
                 self.journal.touch([seq])
                 if pinned and not twin.pinned:
                     self.pin(twin.id)
                 return RememberResult(
-                    id=twin.id, created=False, duplicate_of=twin.id, similarity=round(similarity, 4),
-                    note=f"a live {kind} already says this (similarity {similarity:.3f}); its access data was refreshed",
+                    id=twin.id, created=False, duplicate_of=twin.id, similarity=round(overlap, 4),
+                    note=f"a live {kind} already says this ({overlap:.0%} of the words, the same numbers and names); "
+                    "its access data was refreshed",
                 )  # fmt: skip
-        elif vector is None and kind != "turn":
-            notes.append(f"near-duplicate check skipped: the embedding model is {embedder.state}")
         anchors, link_notes = self.anchors.resolve(text, files, symbols)
         memory_id, created = self.journal.insert(
             text=text, kind=kind, tags=tags, session=session, role=role, files=files, symbols=symbols, pinned=pinned,
             supersedes=supersedes, anchors=anchors,
-            vector=(embedder.identity, to_bytes(vector)) if vector is not None else None,
         )  # fmt: skip
         if created:
             self.sync.kick()
@@ -278,23 +276,27 @@ class LedgerService:
             note="; ".join([*notes, *link_notes]) or None,
         )
 
-    def _near_duplicate(self, text: str, kind: str, vector: list[float]) -> tuple[int, Memory, float] | None:
-        """The closest live, current memory of `kind` if it says the same thing: very similar, same specifics.
+    def _near_duplicate(self, text: str, kind: str) -> tuple[int, Memory, float] | None:
+        """A live, current memory of `kind` that says the same thing: the best BM25 matches whose content words
+        overlap this text's by the threshold (Jaccard) and whose numbers, identifiers and negations are the same.
 
         A write never waits on the index: if it is unavailable, the memory is stored unchecked.
         """
         try:
-            found = self.sync.candidates(text, vector, SearchFilter(kinds=[kind]), 3)
+            found = self.sync.candidates(text, None, SearchFilter(kinds=[kind]), NEAR_DUPLICATE_CANDIDATES)
         except IndexUnavailable as exc:
             log.warning("near-duplicate check skipped: %s", exc)
             return None
-        close = [hit for hit in found.dense if hit.score >= self.quality.near_duplicate]
-        memories = self.journal.get_by_seqs([hit.seq for hit in close])
-        own = specifics(text)
-        for hit in close:
+        memories = self.journal.get_by_seqs([hit.seq for hit in found.sparse])
+        words, own = content_words(text), specifics(text)
+        for hit in found.sparse:
             memory = memories.get(hit.seq)
-            if memory is not None and specifics(memory.text) == own:
-                return hit.seq, memory, hit.score
+            if memory is None or specifics(memory.text) != own:
+                continue
+            theirs = content_words(memory.text)
+            overlap = len(words & theirs) / len(words | theirs) if words | theirs else 1.0
+            if overlap >= self.quality.near_duplicate:
+                return hit.seq, memory, overlap
         return None
 
     def pin(self, memory_id: str) -> Ack:

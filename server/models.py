@@ -47,7 +47,7 @@ class RememberResult(Record):
     id: str
     created: bool = Field(description="False when the memory was already stored (same text, or a near-duplicate).")
     duplicate_of: str | None = Field(default=None, description="The existing memory this one duplicates; its access data was refreshed.")
-    similarity: float | None = Field(default=None, description="Cosine similarity to that memory, for a near-duplicate.")
+    similarity: float | None = Field(default=None, description="For a near-duplicate: the share of content words the two have in common.")
     restates_context: bool = Field(default=False, description="The text only restates part of project_context.md.")
     context_section: str | None = Field(default=None, description="The section of project_context.md it restates.")
     links: list[str] = Field(default_factory=list, description="Code this memory is anchored to; edits to it mark the memory stale.")
