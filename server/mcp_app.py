@@ -87,7 +87,7 @@ class LedgerTools:
         if result.created:
             text = f"remembered as {result.id}"
         elif result.similarity is not None:
-            text = f"not stored again: {result.id} already says this (similarity {result.similarity:.3f})"
+            text = f"not stored again: {result.id} already says this ({result.similarity:.0%} of the words in common)"
         else:
             text = f"already remembered as {result.id} (same text, same session)"
         extras = [f"linked to {', '.join(result.links)}" if result.links else "", result.note or ""]
