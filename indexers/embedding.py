@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -32,6 +33,7 @@ DEFAULT_DIM = 384
 # Longer texts are cut before tokenizing: the model reads at most 256 tokens anyway.
 MAX_EMBED_CHARS = 2_000
 DOCUMENT_BATCH = 8
+QUERY_CACHE = 16
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,8 @@ class FastEmbedEmbedder:
         self.state: ModelState = "not-loaded"
         self.detail: str | None = None
         self._dim: int | None = DEFAULT_DIM if name == DEFAULT_MODEL else None
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -185,7 +189,21 @@ class FastEmbedEmbedder:
         return placed  # type: ignore[return-value]  # every slot was filled
 
     def embed_query(self, text: str) -> np.ndarray:
-        return next(iter(self._require().query_embed(text[:MAX_EMBED_CHARS])))
+        """The query's vector (read-only). The last few are kept: one `context` call searches memories
+        and code with the same question, and the model should run once for it."""
+        key = text[:MAX_EMBED_CHARS]
+        with self._queries_lock:
+            cached = self._queries.get(key)
+            if cached is not None:
+                self._queries.move_to_end(key)
+                return cached
+        vector = next(iter(self._require().query_embed(key)))
+        vector.setflags(write=False)
+        with self._queries_lock:
+            self._queries[key] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
 
 
 def create_embedder(model: str | None, model_path: Path | None, cache_dir: Path, threads: int | None) -> FastEmbedEmbedder:

@@ -20,7 +20,6 @@ from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.indexers.search_index import (
     Candidates,
     FusionParams,
-    Hit,
     Match,
     PayloadType,
     SearchIndex,
@@ -191,8 +190,10 @@ class CodeSearch:
             raise IndexUnavailable(f"the code search index could not be opened ({self._error}); find_symbol still works")
         return self._index
 
-    def search(self, query: str, language: str | None, path: str | None, k: int, fusion: FusionParams) -> list[tuple[Hit, float]]:
-        """The best `k` symbols, each with its relevance (see `search_index.relevance`)."""
+    def search(
+        self, query: str, language: str | None, path: str | None, k: int, fusion: FusionParams
+    ) -> list[tuple[StoredSymbol, float, float]]:
+        """The best `k` symbols, each with its fused score and its relevance (see `search_index.relevance`)."""
         index = self._ready_index()
         dense = None
         if self._embedder.state == "ready":
@@ -207,9 +208,9 @@ class CodeSearch:
         symbols = self._store.symbols_by_ids([hit.seq for hit in hits])
         dense_scores = {hit.seq: hit.score for hit in found.dense}
         return [
-            (hit, relevance(dense_scores.get(hit.seq), coverage(terms, encoder.document(search_text(symbols[hit.seq])))))
+            (symbol, hit.score, relevance(dense_scores.get(hit.seq), coverage(terms, encoder.document(search_text(symbol)))))
             for hit in hits
-            if hit.seq in symbols
+            if (symbol := symbols.get(hit.seq)) is not None
         ]
 
     def load_model(self) -> bool:

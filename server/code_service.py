@@ -203,11 +203,9 @@ class CodeService:
         query = self._name(query, "query")
         k = self._limit(k, "k", 100)
         hits = self.search.search(query, self._language(language), self._path(path), k, FusionParams())
-        symbols = self.store.symbols_by_ids([hit.seq for hit, _ in hits])
         results = [
-            CodeHit(**_symbol(symbols[hit.seq]).model_dump(), score=round(hit.score, 6), relevance=round(relevance, 4))
-            for hit, relevance in hits
-            if hit.seq in symbols
+            CodeHit(**_symbol(symbol).model_dump(), score=round(score, 6), relevance=round(relevance, 4))
+            for symbol, score, relevance in hits
         ]
         pending = self.search.pending_vectors()
         notes = [note] if (note := self.indexer.progress.note()) else []

@@ -282,15 +282,20 @@ class Journal:
             raise MemoryForgotten(memory_id)
         return row
 
-    def get_by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
-        """Live memories for index point ids; forgotten ones are left out."""
-        if not seqs:
+    def _live_by_seq(self, column: str, values: Sequence[object], condition: str = "") -> dict[int, Memory]:
+        """Live memories whose `column` is one of `values` (and that meet `condition`), by seq."""
+        if not values:
             return {}
-        marks = ",".join("?" * len(seqs))
+        marks = ",".join("?" * len(values))
         rows = self._read(
-            f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE seq IN ({marks}) AND deleted_at IS NULL", list(seqs)
+            f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE {column} IN ({marks}) AND deleted_at IS NULL {condition}",
+            list(values),
         )
         return {row["seq"]: _row_to_memory(row) for row in rows}
+
+    def get_by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        """Live memories for index point ids; forgotten ones are left out."""
+        return self._live_by_seq("seq", seqs)
 
     def set_pinned(self, memory_id: str, pinned: bool) -> None:
         with self._write() as db:
@@ -368,16 +373,8 @@ class Journal:
         return chain
 
     def superseded_in_sessions(self, sessions: Sequence[str]) -> dict[int, Memory]:
-        """Live memories that were superseded, from these sessions, by seq."""
-        if not sessions:
-            return {}
-        marks = ",".join("?" * len(sessions))
-        rows = self._read(
-            f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE session IN ({marks}) AND superseded_by IS NOT NULL "
-            "AND deleted_at IS NULL",
-            list(sessions),
-        )
-        return {row["seq"]: _row_to_memory(row) for row in rows}
+        """Live memories that were superseded, from these sessions, by seq (index `memories_superseded`)."""
+        return self._live_by_seq("session", sessions, "AND superseded_by IS NOT NULL")
 
     def vectors(self, seqs: Sequence[int], model: str) -> dict[int, bytes]:
         if not seqs:

@@ -47,20 +47,22 @@ def tokens(text: str) -> int:
     return len(ENCODING.encode(text))
 
 
-async def stock(ledger: Ledger, turns: int = 0) -> list[str]:
-    ids = [await ledger.remember(text, kind=kind) for text, kind in MEMORIES]
+async def stock(ledger: Ledger, turns: int = 0) -> dict[str, str]:
+    """The memories above plus `turns` turns of session s1; returns their texts by id."""
+    texts = {await ledger.remember(text, kind=kind): text for text, kind in MEMORIES}
     for n in range(turns):
         role = "user" if n % 2 == 0 else "assistant"
         text = f"Turn {n}: the linter still reports {n + 3} warnings in the frontend build."
-        ids.append(await ledger.remember(text, kind="turn", role=role, session="s1"))
-    return ids
+        texts[await ledger.remember(text, kind="turn", role=role, session="s1")] = text
+    return texts
 
 
 async def test_context_fits_any_budget_whole_items_only(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT * 3)
     async with serve(project) as ledger:
-        await stock(ledger, turns=12)
-        await ledger.remember("Staging deploys need a green nightly build.", kind="decision", pinned=True)
+        texts = await stock(ledger, turns=12)
+        pin = "Staging deploys need a green nightly build."
+        texts[await ledger.remember(pin, kind="decision", pinned=True)] = pin
         await ledger.settled()
 
         @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -69,9 +71,11 @@ async def test_context_fits_any_budget_whole_items_only(project: Project) -> Non
             arguments = {"token_budget": budget, "session": "s1"} | ({"query": "how are invoices exported?"} if with_query else {})
             pack = anyio.from_thread.run(lambda: ledger.call("context", **arguments))
             assert tokens(pack["text"]) == pack["tokens"] <= budget
-            for memory_id in pack["ids"]:  # every item included is whole: its closing tag is there
+            for memory_id in pack["ids"]:  # every item included is whole: label, full text, closing tag
                 start = pack["text"].index(f"id={memory_id}")
-                assert "</memory>" in pack["text"][start:] or "</turn>" in pack["text"][start:]
+                item = pack["text"][start:]
+                closing = min(i for i in (item.find("</memory>"), item.find("</turn>")) if i >= 0)
+                assert item[:closing].rstrip().endswith(texts[memory_id])
             if pack["left_out"]:  # the ids left out are listed, unless even that list would not fit
                 assert f"[Left out to fit {budget} tokens" in pack["text"]
                 assert pack["left_out"][0] in pack["text"] or pack["ids"] == []
