@@ -205,20 +205,22 @@ class Journal:
         pinned: bool,
         supersedes: str | None,
         anchors: Sequence[Anchor] = (),
+        sources: Sequence[tuple[str, str]] = (),
     ) -> tuple[str, bool]:
         """Store a memory; returns (id, created).
 
-        The same text in the same session as a current (live, not superseded)
-        memory is not stored twice: that memory's id comes back, pinned if asked,
-        with its own kind and tags kept.
+        The same text of the same kind in the same session as a current (live,
+        not superseded) memory is not stored twice: that memory's id comes back,
+        pinned if asked, with its own tags kept. `sources` are (memory id,
+        relation) pairs this memory derives from (see `memory_sources`).
         """
         digest = content_hash(text)
         now = utc_now()
         with self._write() as db:
             twin = db.execute(
-                "SELECT id, pinned FROM memories WHERE content_hash = ? AND session IS ? "
+                "SELECT id, pinned FROM memories WHERE content_hash = ? AND session IS ? AND kind = ? "
                 "AND deleted_at IS NULL AND superseded_by IS NULL LIMIT 1",
-                (digest, session),
+                (digest, session, kind),
             ).fetchone()
             if supersedes is not None:
                 self._require_live(db, supersedes)
@@ -263,6 +265,13 @@ class Journal:
                 "INSERT OR IGNORE INTO memory_links (seq, target, path, name, hash) VALUES (?,?,?,?,?)",
                 [(seq, a.target, a.path, a.name, a.hash) for a in anchors],
             )
+            if sources:
+                marks = ",".join("?" * len(sources))
+                found = dict(db.execute(f"SELECT id, seq FROM memories WHERE id IN ({marks})", [i for i, _ in sources]).fetchall())
+                db.executemany(
+                    "INSERT OR IGNORE INTO memory_sources (seq, source, relation) VALUES (?,?,?)",
+                    [(seq, found[source], relation) for source, relation in sources if source in found],
+                )
             return memory_id, True
 
     def _supersede(self, db: sqlite3.Connection, old: str, new: str, now: str) -> None:
@@ -305,25 +314,45 @@ class Journal:
                 (int(pinned), utc_now(), self._next_rev(db), memory_id),
             )
 
-    def forget(self, memory_id: str) -> None:
-        """Scrub the text and everything derived from it, keeping a tombstone (id, kind, dates, links)."""
+    def forget(self, memory_id: str) -> list[str]:
+        """Scrub the text and everything derived from it, keeping a tombstone (id, kind, dates, links).
+
+        Memories derived from it go too, in the same transaction: what was captured
+        from a turn quotes it, and a gist quotes or paraphrases what it covers.
+        Returns the ids of those derived memories (the chain is followed to the end).
+        """
         with self._write() as db:
             row = db.execute("SELECT seq, deleted_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
             if row is None:
                 raise MemoryNotFound(memory_id)
             if row["deleted_at"] is not None:
-                return
+                return []
             now = utc_now()
-            db.execute(
-                "UPDATE memories SET text = '', tags = '[]', files = '[]', symbols = '[]', content_hash = NULL, "
-                "role = NULL, pinned = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
-                (now, now, self._next_rev(db), row["seq"]),
-            )
-            db.execute("DELETE FROM embeddings WHERE seq = ?", (row["seq"],))
-            db.execute("DELETE FROM memory_links WHERE seq = ?", (row["seq"],))
-            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
+            pending, done, derived = [row["seq"]], set(), []
+            while pending:
+                seq = pending.pop()
+                if seq in done:
+                    continue
+                done.add(seq)
+                db.execute(
+                    "UPDATE memories SET text = '', tags = '[]', files = '[]', symbols = '[]', content_hash = NULL, "
+                    "role = NULL, pinned = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
+                    (now, now, self._next_rev(db), seq),
+                )
+                db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
+                db.execute("DELETE FROM memory_links WHERE seq = ?", (seq,))
+                db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
+                for child in db.execute(
+                    "SELECT m.seq, m.id FROM memory_sources s JOIN memories m ON m.seq = s.seq "
+                    "WHERE s.source = ? AND m.deleted_at IS NULL",
+                    (seq,),
+                ).fetchall():
+                    if child["seq"] not in done:
+                        derived.append(child["id"])
+                        pending.append(child["seq"])
         self._wal_needs_purge = True
         self.purge_wal()
+        return list(dict.fromkeys(derived))
 
     def purge_wal(self) -> bool:
         """Copy the WAL into the database and truncate it, so old page images of scrubbed rows leave the disk.
@@ -414,6 +443,52 @@ class Journal:
                 "AND path = ? AND name = ? AND hash IS NULL",
                 (digest, memory_id, anchor.target, anchor.path, anchor.name),
             )
+
+    # -- sessions, gists and what memories derive from ---------------------
+
+    def session_memories(self, session: str) -> list[Memory]:
+        """Every live memory of a session (superseded ones included), oldest first."""
+        return list(self._live_by_seq("session", [session], "ORDER BY seq").values())
+
+    def session_turn_count(self, session: str) -> int:
+        rows = self._read("SELECT COUNT(*) FROM memories WHERE session = ? AND kind = 'turn' AND deleted_at IS NULL", (session,))
+        return rows[0][0]
+
+    def gists(self, session: str | None = None, limit: int = 1) -> list[Memory]:
+        """The current gists, newest first: of one session, or of any."""
+        where = "kind = 'summary' AND tags LIKE '%\"gist\"%' AND superseded_by IS NULL AND deleted_at IS NULL"
+        params: list[object] = []
+        if session is not None:
+            where += " AND session = ?"
+            params.append(session)
+        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq DESC LIMIT ?", [*params, limit])
+        return [_row_to_memory(row) for row in rows]
+
+    def gist_methods(self) -> dict[str, int]:
+        """Current gists by the way they were written (their second tag: sampling or extractive)."""
+        rows = self._read(
+            "SELECT json_extract(tags, '$[1]') AS method, COUNT(*) FROM memories WHERE kind = 'summary' "
+            "AND tags LIKE '%\"gist\"%' AND superseded_by IS NULL AND deleted_at IS NULL GROUP BY method"
+        )
+        return {row[0] or "unknown": row[1] for row in rows}
+
+    def sources(self, ids: Sequence[str], relations: Sequence[str]) -> dict[str, list[str]]:
+        """For each of these memories, the live memories it derives from by these relations, oldest first."""
+        if not ids or not relations:
+            return {}
+        sql = (
+            "SELECT m.id, src.id FROM memory_sources s JOIN memories m ON m.seq = s.seq JOIN memories src ON src.seq = s.source "
+            f"WHERE m.id IN ({','.join('?' * len(ids))}) AND s.relation IN ({','.join('?' * len(relations))}) "
+            "AND src.deleted_at IS NULL ORDER BY s.source"
+        )
+        found: dict[str, list[str]] = {}
+        for memory_id, source_id in self._read(sql, [*ids, *relations]):
+            found.setdefault(memory_id, []).append(source_id)
+        return found
+
+    def live(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """Live memories by id; unknown and forgotten ids are left out."""
+        return {memory.id: memory for memory in self._live_by_seq("id", list(ids)).values()}
 
     def pinned(self) -> list[Memory]:
         rows = self._read(

@@ -131,8 +131,24 @@ def _m003_create_memory_links(db: sqlite3.Connection) -> None:
     )
 
 
+def _m004_create_memory_sources(db: sqlite3.Connection) -> None:
+    """Memories derived from other memories: `source` is where `seq` came from.
+
+    relation `captured`: a decision, definition, constraint or todo captured from a turn;
+    `cites`: a gist bullet quotes the source; `covers`: a gist was written over the source turn.
+    Forgetting a source forgets what was derived from it, so the index runs both ways.
+    """
+    db.execute(
+        "CREATE TABLE memory_sources (seq INTEGER NOT NULL REFERENCES memories(seq), source INTEGER NOT NULL "
+        "REFERENCES memories(seq), relation TEXT NOT NULL, PRIMARY KEY (seq, source, relation)) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX memory_sources_source ON memory_sources(source)")
+    db.execute("CREATE INDEX memories_session ON memories(session, kind) WHERE deleted_at IS NULL")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
     _m003_create_memory_links,
+    _m004_create_memory_sources,
 )
