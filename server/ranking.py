@@ -17,7 +17,7 @@ nearest noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
@@ -47,7 +47,7 @@ class RankingParams:
     superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
     outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
     kind_weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95})
+        default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
     )
     floor: float = 0.24
 
@@ -154,3 +154,17 @@ def rank(
 
 def _order(item: Ranked) -> tuple[float, int]:
     return -item.score, item.seq
+
+
+def collapse_captured(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:
+    """A captured memory quotes its turn: when both rank, the turn alone takes the better place of the two."""
+    by_id = {r.memory.id: r for r in ranked}
+    collapsed: list[Ranked] = []
+    placed: set[str] = set()
+    for r in ranked:
+        parent = parent_of.get(r.memory.id)
+        chosen = by_id[parent] if parent in by_id else r
+        if chosen.memory.id not in placed:
+            collapsed.append(chosen)
+            placed.add(chosen.memory.id)
+    return collapsed
