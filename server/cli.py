@@ -32,6 +32,7 @@ Examples:
   project-ledger remember "Use Postgres 16" --kind decision --tag db
   project-ledger recall "which database?" -k 3
   project-ledger status --json
+  project-ledger summarize my-session         # the session's gist, citing its sources
   project-ledger index --watch              # index the source tree, then follow edits
   project-ledger symbols UserService.update_profile
 """
@@ -122,7 +123,9 @@ def serve(settings: Settings, transport: str) -> None:
 
 @main.command()
 @click.argument("text")
-@click.option("--kind", default="note", show_default=True, help="note, decision, definition, todo, error, turn or summary.")
+@click.option(
+    "--kind", default="note", show_default=True, help="note, decision, definition, constraint, todo, error, turn or summary."
+)
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for several.")
 @click.option("--session", help="Session id to file it under.")
 @click.option("--pin", "pinned", is_flag=True, help="Pin it: shown at every session start.")
@@ -185,6 +188,30 @@ def recall(
     if result.note:
         click.echo(f"({result.mode}; {result.note})", err=True)
     click.echo(render_results(result.results) if result.results else "No relevant memory.")
+
+
+@main.command()
+@click.argument("session")
+@click.option("--max-tokens", default=600, show_default=True, help="Size of the gist in tokens (tiktoken cl100k), 100-8000.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@project_options
+@ledger_errors
+def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) -> None:
+    """Write or roll forward SESSION's gist: decisions, definitions, constraints, open questions and todos, each
+    line citing its sources. The CLI has no client model, so the gist is extractive.
+
+    \b
+    Example:
+      project-ledger summarize 2026-11-30-billing --max-tokens 800
+    """
+    with opened(settings) as ledger:  # the journal is enough: servers index the gist at their next catch-up
+        result = ledger.summarize_session(session, max_tokens, why_not="the command line has no client model to sample")
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(result.text)
+    state = "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "new"
+    click.echo(f"(gist {result.id}: {result.tokens} tokens, {result.bullets} lines, {result.left_out} left out; {state})", err=True)
 
 
 @main.command()

@@ -71,6 +71,20 @@ class Settings(BaseSettings):
     )
     reject_restated_context: bool = Field(default=False, description="Refuse memories that only restate project_context.md.")
 
+    capture: bool = Field(
+        default=True, description="Store the decisions, definitions, constraints and todos a turn clearly states as linked memories."
+    )
+    sampling: bool = Field(default=True, description="summarize_session asks the client's model when the client offers sampling.")
+    sampling_timeout_seconds: float = Field(default=60.0, gt=0, description="How long one sampling request may take.")
+    sampling_chunk_tokens: int = Field(default=6000, ge=500, description="Largest sampling request, in tokens (map-reduce beyond).")
+    sampling_max_requests: int = Field(default=12, ge=1, description="Sampling requests one gist may make.")
+    compact_session_turns: int = Field(
+        default=60,
+        ge=2,
+        description="A session this many turns long gets its gist kept current in the background, "
+        "and `context` shows fewer of its raw recent turns.",
+    )
+
     code_index: bool = Field(default=True, description="Index the project's source code (symbols and references).")
     watch: bool = Field(default=True, description="Keep the code index current with a file watcher while serving.")
     code_max_file_bytes: int = Field(default=1024 * 1024, ge=1, description="Larger source files are skipped.")

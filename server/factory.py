@@ -21,6 +21,7 @@ from .index_sync import IndexSync
 from .journal import Journal
 from .ledger import LedgerService, Limits, Quality
 from .ranking import RankingParams
+from .session_gists import GistParams, SessionGists
 from .tokens import TokenCounter
 
 
@@ -62,12 +63,20 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     sync = IndexSync(journal, open_index, embedder)
     tokens = TokenCounter()
     ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
-    quality = Quality(settings.near_duplicate_overlap, settings.restated_context_overlap, settings.reject_restated_context)
+    quality = Quality(
+        settings.near_duplicate_overlap, settings.restated_context_overlap, settings.reject_restated_context, settings.capture
+    )
+    gists = SessionGists(
+        journal,
+        tokens,
+        GistParams(settings.sampling_chunk_tokens, settings.sampling_max_requests, settings.compact_session_turns),
+        sync.kick,
+    )
     code = (
         open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
     )
     limits = Limits(settings.max_text_bytes, settings.instructions_tokens)
-    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality)
+    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality, gists)
 
 
 def open_search_index(

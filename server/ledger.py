@@ -19,20 +19,25 @@ from importlib import metadata
 
 from project_ledger.indexers.search_index import SearchFilter
 
+from .capture import propose
 from .code_links import CodeAnchors
 from .code_service import CodeService
 from .config import ProjectPaths
 from .context_pack import Pack, PackCache, assemble, cache_key
 from .context_sections import query_sections, render_hit, render_memory, stable_sections
 from .errors import IndexUnavailable, InvalidArgument, StorageError
+from .gist_sampling import Writer
 from .index_sync import IndexSync
 from .journal import Journal
 from .models import (
     KINDS,
     Ack,
+    Captured,
     CodeHit,
     ContextResult,
     EmbeddingStatus,
+    ForgetResult,
+    GistResult,
     HistoryResult,
     IndexStatus,
     Memory,
@@ -44,8 +49,9 @@ from .models import (
     Status,
 )
 from .project_context import ProjectContextFile, missing_context_text
-from .ranking import Ranked, RankingParams, for_window, outdated_turns, rank
+from .ranking import Ranked, RankingParams, collapse_captured, for_window, outdated_turns, rank
 from .restatement import RestatementCheck
+from .session_gists import SessionGists
 from .text_signals import content_words, specifics
 from .tokens import TokenCounter
 
@@ -61,6 +67,7 @@ MAX_CONTEXT_TOKENS = 200_000
 CONTEXT_MEMORIES = 12
 CONTEXT_SYMBOLS = 6
 CONTEXT_TURNS = 8
+CONTEXT_TURNS_COMPACTED = 3  # a long session with a gist: the gist and retrieved turns carry the rest
 MAX_STALE_LISTED = 50
 NEAR_DUPLICATE_CANDIDATES = 5
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
@@ -80,6 +87,7 @@ class Quality:
     near_duplicate: float = 0.8
     restated_context: float = 0.6
     reject_restated: bool = False
+    capture: bool = True  # propose typed memories from what turns clearly state
 
 
 def version() -> str:
@@ -124,6 +132,7 @@ class LedgerService:
         code: CodeService | None,
         ranking: RankingParams,
         quality: Quality,
+        gists: SessionGists,
     ) -> None:
         self.paths = paths
         self.journal = journal
@@ -133,6 +142,7 @@ class LedgerService:
         self.quality = quality
         self.tokens = tokens
         self.code = code
+        self.gists = gists
         self.project_context = ProjectContextFile(paths.project_context)
         self.pack_cache = PackCache(paths.data_dir / "session_start.json")
         self.anchors = CodeAnchors(
@@ -149,6 +159,7 @@ class LedgerService:
         threading.Thread(target=self.tokens.count, args=("warm up",), name="ledger-tokens", daemon=True).start()
 
     def close(self) -> None:
+        self.gists.close()
         if self.code is not None:
             self.code.close()
         self.sync.stop()
@@ -260,10 +271,15 @@ class LedgerService:
             text=text, kind=kind, tags=tags, session=session, role=role, files=files, symbols=symbols, pinned=pinned,
             supersedes=supersedes, anchors=anchors,
         )  # fmt: skip
+        captured: list[Captured] = []
         if created:
+            if kind == "turn" and self.quality.capture:
+                captured = self._capture(memory_id, text, session)
             self.sync.kick()
+            if kind == "turn" and session is not None:
+                self.gists.turn_added(session)
         else:
-            notes.append("the same text is already stored in this session")
+            notes.append(f"the same text is already stored as a {kind} in this session")
         if restated is not None:
             notes.append(f"this restates project_context.md (section {restated.section!r}); consider editing the file instead")
         return RememberResult(
@@ -273,8 +289,25 @@ class LedgerService:
             restates_context=restated is not None,
             context_section=restated.section if restated is not None else None,
             links=[f"{a.target} {a.name + ' in ' if a.name else ''}{a.path}" for a in anchors] if created else [],
+            captured=captured,
             note="; ".join([*notes, *link_notes]) or None,
         )
+
+    def _capture(self, turn_id: str, text: str, session: str | None) -> list[Captured]:
+        """A typed memory, linked to the turn, for each thing it clearly states (see `capture`); one that a live
+        memory of its kind already says is not stored again."""
+        found = []
+        for proposal in propose(text):
+            twin = self._near_duplicate(proposal.text, proposal.kind) if self.sync.state() == "ready" else None
+            if twin is not None:
+                found.append(Captured(id=twin[1].id, kind=proposal.kind, text=proposal.text, created=False))
+                continue
+            child_id, created = self.journal.insert(
+                text=proposal.text, kind=proposal.kind, tags=["captured"], session=session, role=None, files=[], symbols=[],
+                pinned=False, supersedes=None, sources=[(turn_id, "captured")],
+            )  # fmt: skip
+            found.append(Captured(id=child_id, kind=proposal.kind, text=proposal.text, created=created))
+        return found
 
     def _near_duplicate(self, text: str, kind: str) -> tuple[int, Memory, float] | None:
         """A live, current memory of `kind` that says the same thing: the best BM25 matches whose content words
@@ -309,15 +342,15 @@ class LedgerService:
         self.sync.kick()
         return Ack(id=memory_id, ok=True)
 
-    def forget(self, memory_id: str) -> Ack:
+    def forget(self, memory_id: str) -> ForgetResult:
         """Scrub the journal row; searches skip it from then on, and the index drops it at its next catch-up.
 
         The session-start cache may quote a pinned text, so it goes too.
         """
-        self.journal.forget(memory_id)
+        derived = self.journal.forget(memory_id)
         self.pack_cache.clear()
         self.sync.kick()
-        return Ack(id=memory_id, ok=True)
+        return ForgetResult(id=memory_id, ok=True, also_forgotten=derived)
 
     # -- recall ----------------------------------------------------------------
 
@@ -340,11 +373,16 @@ class LedgerService:
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
         params = for_window(self.ranking, where)
         kept, below = rank(found, memories, lexical, params, time.time(), session, floor, self.outdated(memories))
-        return kept[:k], len(below), "hybrid" if dense is not None else "bm25-only", notes
+        return self._collapse_captured(kept)[:k], len(below), "hybrid" if dense is not None else "bm25-only", notes
+
+    def _collapse_captured(self, ranked: list[Ranked]) -> list[Ranked]:
+        parents = self.journal.sources([r.memory.id for r in ranked if "captured" in r.memory.tags], ["captured"])
+        return collapse_captured(ranked, {child: found[0] for child, found in parents.items()})
 
     def outdated(self, memories: Mapping[int, Memory]) -> dict[int, str]:
-        """Which of these turns stated a decision that was later superseded (see `ranking.outdated_turns`)."""
-        turns = {seq: m for seq, m in memories.items() if m.kind == "turn" and m.session is not None}
+        """Which of these turns (and decisions captured from turns) stated a decision that was later superseded
+        (see `ranking.outdated_turns`)."""
+        turns = {seq: m for seq, m in memories.items() if (m.kind == "turn" or "captured" in m.tags) and m.session is not None}
         retired = self.journal.superseded_in_sessions(sorted({m.session for m in turns.values() if m.session}))
         if not turns or not retired:
             return {}
@@ -362,8 +400,38 @@ class LedgerService:
         hits = []
         for r in ranked:
             changed = self.anchors.changes(anchors.get(r.memory.id, []), partial(self.journal.settle_anchor, r.memory.id))
-            hits.append(_hit(r, changed))
+            hits.append(_hit(r.memory, changed, r))
         return hits
+
+    def _fetched(self, memories: list[Memory], source_of: dict[str, str]) -> list[RecallHit]:
+        """Memories handed back by id (or because a gist cites them): unranked, marked stale like recall's."""
+        anchors = self.journal.anchors([m.id for m in memories])
+        return [
+            _hit(m, self.anchors.changes(anchors.get(m.id, []), partial(self.journal.settle_anchor, m.id)), source_of=source_of.get(m.id))
+            for m in memories
+        ]
+
+    def _expand(self, hits: list[RecallHit]) -> list[RecallHit]:
+        """Each gist or captured memory followed by the memories it cites or was captured from."""
+        sources = self.journal.sources([h.id for h in hits], ["cites", "captured"])
+        wanted = list(dict.fromkeys(i for h in hits for i in sources.get(h.id, [])))
+        found = self.journal.live(wanted)
+        shown = {h.id for h in hits}
+        expanded: list[RecallHit] = []
+        for hit in hits:
+            expanded.append(hit)
+            extra = [found[i] for i in sources.get(hit.id, []) if i in found and i not in shown]
+            shown.update(m.id for m in extra)
+            expanded += self._fetched(extra, dict.fromkeys((m.id for m in extra), hit.id))
+        return expanded
+
+    def _by_ids(self, ids: list[str]) -> tuple[list[RecallHit], list[str]]:
+        """Memories by id, in the order given; and the ids that are unknown or forgotten."""
+        if len(ids) > MAX_K:
+            raise InvalidArgument(f"{len(ids)} ids given; fetch at most {MAX_K} at a time")
+        ids = list(dict.fromkeys(self._labels(ids, "ids")))
+        found = self.journal.live(ids)
+        return self._fetched([found[i] for i in ids if i in found], {}), [i for i in ids if i not in found]
 
     def _touch(self, seqs: list[int]) -> None:
         try:
@@ -373,7 +441,7 @@ class LedgerService:
 
     def recall(
         self,
-        query: str,
+        query: str | None,
         k: int = 8,
         kinds: list[str] | None = None,
         tags: list[str] | None = None,
@@ -384,7 +452,17 @@ class LedgerService:
         token_budget: int | None = None,
         current_session: str | None = None,
         min_relevance: float | None = None,
+        expand: bool = False,
+        ids: list[str] | None = None,
     ) -> RecallResult:
+        """Ranked memories for `query`; or, with `ids` instead, those memories. `expand` follows each gist
+        or captured memory to the memories it cites or came from."""
+        if ids:
+            if query is not None:
+                raise InvalidArgument("give either a query or ids, not both")
+            return self._recall_ids(ids, expand, token_budget)
+        if query is None:
+            raise InvalidArgument("give a query to search for, or ids of memories to fetch")
         query = self._text(query, "query")
         if not 1 <= k <= MAX_K:
             raise InvalidArgument(f"k={k} is out of range: ask for 1 to {MAX_K} results")
@@ -403,7 +481,8 @@ class LedgerService:
         ranked, below, mode, notes = self._retrieve(
             query, where, k, self._label(current_session, "current_session"), self._floor(min_relevance)
         )
-        kept, left_out = self._fit(self._hits(ranked), token_budget)
+        hits = self._hits(ranked)
+        kept, left_out = self._fit(self._expand(hits) if expand else hits, token_budget)
         if left_out:
             notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
         if not kept and below:
@@ -414,6 +493,19 @@ class LedgerService:
         return RecallResult(
             results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
         )
+
+    def _recall_ids(self, ids: list[str], expand: bool, token_budget: int | None) -> RecallResult:
+        if token_budget is not None and token_budget < 1:
+            raise InvalidArgument("token_budget must be a positive number of tokens")
+        hits, missing = self._by_ids(ids)
+        if not hits:
+            raise InvalidArgument(f"no live memory has these ids: {', '.join(missing)}; they are unknown or were forgotten")
+        kept, left_out = self._fit(self._expand(hits) if expand else hits, token_budget)
+        notes = [f"not found or forgotten: {', '.join(missing)}"] if missing else []
+        if left_out:
+            notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
+        mode: RecallMode = "hybrid" if self.sync.embedder.state == "ready" else "bm25-only"
+        return RecallResult(results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, note="; ".join(notes) or None)
 
     def _fit(self, results: list[RecallHit], budget: int | None) -> tuple[list[RecallHit], list[str]]:
         """Keep results in rank order while they fit; one that does not is skipped whole, never cut."""
@@ -445,27 +537,36 @@ class LedgerService:
         session = self._label(session, "session")
         pinned = self.journal.pinned()
         sections = stable_sections(self.project_context.read(), self.paths.project_context, pinned)
+        # A question alone gets what is relevant to it; a session (or a session start) also gets the gists.
+        gists = self.gists.for_context(session) if session is not None or query is None else []
+        shown = {m.id for m in (*pinned, *gists)}
         mode: RecallMode = "hybrid" if self.sync.embedder.state == "ready" else "bm25-only"
         memories: list[RecallHit] = []
         symbols: list[CodeHit] = []
         if query is not None:
             query = self._text(query, "query")
-            pinned_ids = {m.id for m in pinned}
-            ranked, _, mode, _ = self._retrieve(query, SearchFilter(), CONTEXT_MEMORIES + len(pinned_ids), session, None)
-            ranked = [r for r in ranked if r.memory.id not in pinned_ids][:CONTEXT_MEMORIES]
+            ranked, _, mode, _ = self._retrieve(query, SearchFilter(), CONTEXT_MEMORIES + len(shown), session, None)
+            ranked = [r for r in ranked if r.memory.id not in shown][:CONTEXT_MEMORIES]
             memories = self._hits(ranked)
             self._touch([r.seq for r in ranked])
             if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
                 found = self.code.search_code(query, CONTEXT_SYMBOLS).results
                 symbols = [hit for hit in found if hit.relevance >= self.ranking.floor]
-        turns = self.journal.recent_turns(session, CONTEXT_TURNS) if session is not None else []
-        shown = {hit.id for hit in memories}
-        sections += query_sections(query or "", memories, symbols, [t for t in turns if t.id not in shown], session)
+        compacted = session is not None and any(g.session == session for g in gists) and self.gists.is_long(session)
+        turns = self.journal.recent_turns(session, CONTEXT_TURNS_COMPACTED if compacted else CONTEXT_TURNS) if session else []
+        shown |= {hit.id for hit in memories}
+        sections += query_sections(query or "", gists, memories, symbols, [t for t in turns if t.id not in shown], session)
         pack = assemble(sections, token_budget, self.tokens)
         return ContextResult(
             text=pack.text, tokens=pack.tokens, token_budget=token_budget, sections=pack.sections, ids=pack.ids,
             left_out=pack.left_out, mode=mode,
         )  # fmt: skip
+
+    def summarize_session(
+        self, session: str, max_tokens: int = 600, writer: Writer | None = None, why_not: str | None = None
+    ) -> GistResult:
+        """The session's gist, written by `writer` (the client's model) when given, else extractively."""
+        return self.gists.summarize(self._labels([session], "session")[0], max_tokens, writer, why_not)
 
     def session_start(self) -> Pack:
         """The pack without a query, capped for the server's instructions; cached on disk across starts."""
@@ -531,21 +632,23 @@ class LedgerService:
             ),
             embedding=EmbeddingStatus(model=embedder.identity, state=embedder.state, detail=embedder.detail),
             stale=self.stale_memories(),
+            gists=self.gists.status(),
             code=self.code.status() if self.code is not None else None,
         )
 
 
-_HIT_FIELDS = set(RecallHit.model_fields) - {"score", "relevance", "outdated_by", "stale", "changed"}
+_HIT_FIELDS = set(RecallHit.model_fields) - {"score", "relevance", "outdated_by", "stale", "changed", "source_of"}
 
 
-def _hit(ranked: Ranked, changed: list[str]) -> RecallHit:
+def _hit(memory: Memory, changed: list[str], ranked: Ranked | None = None, source_of: str | None = None) -> RecallHit:
     return RecallHit(
-        **ranked.memory.model_dump(include=_HIT_FIELDS),
-        score=round(ranked.score, 6),
-        relevance=round(ranked.relevance, 4),
-        outdated_by=ranked.outdated_by,
+        **memory.model_dump(include=_HIT_FIELDS),
+        score=round(ranked.score, 6) if ranked else None,
+        relevance=round(ranked.relevance, 4) if ranked else None,
+        outdated_by=ranked.outdated_by if ranked else None,
         stale=bool(changed),
         changed=changed,
+        source_of=source_of,
     )
 
 

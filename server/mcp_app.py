@@ -9,16 +9,27 @@ become tool errors (`is_error`) whose text says what to do next.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import anyio.from_thread
 import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    CallToolResult,
+    ClientCapabilities,
+    CreateMessageResult,
+    SamplingCapability,
+    SamplingMessage,
+    TextContent,
+    ToolAnnotations,
+)
 from project_ledger.indexers.symbols import SymbolKind
 from pydantic import BaseModel, Field
 
@@ -27,11 +38,14 @@ from .config import Settings
 from .context_sections import render_memory
 from .errors import LedgerError
 from .factory import open_ledger
+from .gist_sampling import SamplingFailed, Writer
 from .ledger import LedgerService, render_results, version
 from .models import (
     Ack,
     ContextResult,
     FindSymbolResult,
+    ForgetResult,
+    GistResult,
     HistoryResult,
     Kind,
     RecallResult,
@@ -44,6 +58,8 @@ from .models import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Sampling is deprecated from protocol 2026-07-28 on; every client in use today negotiates an earlier one.
+warnings.filterwarnings("ignore", message=".*sampling capability is deprecated.*", category=MCPDeprecationWarning)
 
 MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
 
@@ -55,8 +71,42 @@ def _answer(model: BaseModel, text: str) -> CallToolResult:
 class LedgerTools:
     """The tools, resources and prompt, as bound methods over one service."""
 
-    def __init__(self, ledger: LedgerService) -> None:
+    def __init__(self, ledger: LedgerService, sampling: bool, sampling_timeout: float) -> None:
         self.ledger = ledger
+        self.sampling = sampling
+        self.sampling_timeout = sampling_timeout
+
+    def _writer(self, ctx: Context) -> tuple[Writer | None, str | None]:
+        """A gist writer that asks the client's model (sampling), or None and the reason there is none.
+
+        The service calls it from a worker thread; each request hops back to the event loop.
+        """
+        if not self.sampling:
+            return None, "sampling is turned off (LEDGER_SAMPLING=false)"
+        session = ctx.session
+        if not session.check_client_capability(ClientCapabilities(sampling=SamplingCapability())):
+            return None, "the client does not offer sampling"
+        timeout, request_id = self.sampling_timeout, ctx.request_context.request_id
+
+        async def ask(system: str, prompt: str, max_tokens: int) -> CreateMessageResult:
+            with anyio.fail_after(timeout):
+                return await session.create_message(
+                    [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+                    max_tokens=max_tokens, system_prompt=system, related_request_id=request_id,
+                )  # fmt: skip
+
+        def write(system: str, prompt: str, max_tokens: int) -> str:
+            try:
+                result = anyio.from_thread.run(ask, system, prompt, max_tokens)
+            except TimeoutError:
+                raise SamplingFailed(f"the client did not answer within {timeout:g}s (LEDGER_SAMPLING_TIMEOUT_SECONDS)") from None
+            except MCPError as exc:
+                raise SamplingFailed(f"the client refused: {exc}") from None
+            if not isinstance(result.content, TextContent):
+                raise SamplingFailed(f"the client answered with {result.content.type}, not text")
+            return result.content.text
+
+        return write, None
 
     async def _call(self, fn: Callable[..., T], *args: Any, error: type[Exception] = ToolError) -> T:
         """Run a service call off the event loop; failures become `error` (a tool or a resource error)."""
@@ -90,12 +140,13 @@ class LedgerTools:
             text = f"not stored again: {result.id} already says this ({result.similarity:.0%} of the words in common)"
         else:
             text = f"already remembered as {result.id} (same text, same session)"
-        extras = [f"linked to {', '.join(result.links)}" if result.links else "", result.note or ""]
+        captured = ", ".join(f"{c.kind} {c.id}" + ("" if c.created else " (already known)") for c in result.captured)
+        extras = [f"linked to {', '.join(result.links)}" if result.links else "", f"captured {captured}" if captured else "", result.note or ""]
         return _answer(result, "; ".join([text, *filter(None, extras)]))
 
     async def recall(
         self,
-        query: Annotated[str, Field(description="Question or keywords; exact identifiers work too.")],
+        query: Annotated[str | None, Field(description="Question or keywords; exact identifiers work too.")] = None,
         k: Annotated[int, Field(ge=1, le=100)] = 8,
         kinds: list[Kind] | None = None,
         tags: list[str] | None = None,
@@ -108,12 +159,14 @@ class LedgerTools:
         min_relevance: Annotated[
             float | None, Field(ge=0, le=1, description="Relevance floor (default from settings); 0 returns the nearest anyway.")
         ] = None,
+        expand: Annotated[bool, Field(description="Follow each gist or captured memory to the memories it cites.")] = False,
+        ids: Annotated[list[str] | None, Field(description="Fetch these memories instead of searching (no query).")] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
-        """Search the project's memories (hybrid: meaning plus exact words). Best matches first; nothing
-        under the relevance floor. Stale results say which code changed since they were stored."""
+        """Search the project's memories (hybrid: meaning plus exact words), or fetch them by id. Best matches
+        first; nothing under the relevance floor. Stale results say which code changed since they were stored."""
         result = await self._call(
             self.ledger.recall, query, k, list(kinds) if kinds else None, tags, session, since, until, include_superseded,
-            token_budget, current_session, min_relevance,
+            token_budget, current_session, min_relevance, expand, ids,
         )  # fmt: skip
         header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
         body = render_results(result.results) if result.results else "No relevant memory."
@@ -144,9 +197,30 @@ class LedgerTools:
         """Unpin a memory."""
         return _answer(await self._call(self.ledger.unpin, id), f"unpinned {id}")
 
-    async def forget(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
-        """Erase a memory's text for good, leaving only a tombstone. Cannot be undone."""
-        return _answer(await self._call(self.ledger.forget, id), f"forgot {id}: its text is erased")
+    async def forget(self, id: MemoryId) -> Annotated[CallToolResult, ForgetResult]:
+        """Erase a memory's text for good, leaving only a tombstone; what was captured from it and gists that
+        quote it go too. Cannot be undone."""
+        result = await self._call(self.ledger.forget, id)
+        also = f"; also erased what was derived from it: {', '.join(result.also_forgotten)}" if result.also_forgotten else ""
+        return _answer(result, f"forgot {id}: its text is erased{also}")
+
+    async def summarize_session(
+        self,
+        session: Annotated[str, Field(description="The session id the turns were remembered with.")],
+        ctx: Context,
+        max_tokens: Annotated[int, Field(ge=100, le=8000)] = 600,
+    ) -> Annotated[CallToolResult, GistResult]:
+        """Write or roll forward a session's gist: current decisions, definitions, constraints, open questions
+        and todos, each line citing the memories it came from. Uses your model (sampling) when offered."""
+        writer, why_not = self._writer(ctx)
+        result = await self._call(self.ledger.summarize_session, session, max_tokens, writer, why_not)
+        header = f"gist {result.id} of session {session} ({result.method}, {result.bullets} lines, {result.tokens} tokens)"
+        extras = [
+            "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "",
+            f"{result.dropped} lines dropped in validation" if result.dropped else "",
+            result.note or "",
+        ]
+        return _answer(result, "; ".join([header, *filter(None, extras)]) + "\n\n" + result.text)
 
     async def status(self) -> Annotated[CallToolResult, Status]:
         """Ledger health: counts, paths, index lag, embedding model state, version."""
@@ -221,7 +295,7 @@ class LedgerTools:
 def create_server(settings: Settings, cwd: Path) -> MCPServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan."""
     ledger = open_ledger(settings, cwd)
-    tools = LedgerTools(ledger)
+    tools = LedgerTools(ledger, settings.sampling, settings.sampling_timeout_seconds)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerService]:
@@ -244,6 +318,7 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
     app.add_tool(tools.pin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
     app.add_tool(tools.unpin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
     app.add_tool(tools.forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    app.add_tool(tools.summarize_session, annotations=ToolAnnotations(destructive_hint=False))
     app.add_tool(tools.status, annotations=ToolAnnotations(read_only_hint=True))
     if ledger.code is not None:
         for tool in (tools.find_symbol, tools.search_code, tools.find_references, tools.repo_map):

@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Kind = Literal["note", "decision", "definition", "todo", "error", "turn", "summary"]
+Kind = Literal["note", "decision", "definition", "constraint", "todo", "error", "turn", "summary"]
 KINDS: tuple[str, ...] = get_args(Kind)
 RecallMode = Literal["hybrid", "bm25-only"]
 
@@ -43,6 +43,13 @@ class Memory(Record):
     last_accessed_at: str | None = None
 
 
+class Captured(Record):
+    id: str
+    kind: str
+    text: str = Field(description="The sentence of the turn that states it, verbatim.")
+    created: bool = Field(description="False when a live memory of that kind already said it; its id is given.")
+
+
 class RememberResult(Record):
     id: str
     created: bool = Field(description="False when the memory was already stored (same text, or a near-duplicate).")
@@ -51,6 +58,9 @@ class RememberResult(Record):
     restates_context: bool = Field(default=False, description="The text only restates part of project_context.md.")
     context_section: str | None = Field(default=None, description="The section of project_context.md it restates.")
     links: list[str] = Field(default_factory=list, description="Code this memory is anchored to; edits to it mark the memory stale.")
+    captured: list[Captured] = Field(
+        default_factory=list, description="For a turn: the decisions, definitions, constraints and todos it clearly states."
+    )
     note: str | None = None
 
 
@@ -64,11 +74,14 @@ class RecallHit(Record):
     created_at: str
     pinned: bool
     superseded_by: str | None = None
-    score: float
-    relevance: float = Field(description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it.")
+    score: float | None = Field(description="Fused ranking score; null for a memory fetched by id or expanded from another.")
+    relevance: float | None = Field(
+        description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it. Null as score is."
+    )
     outdated_by: str | None = Field(default=None, description="A turn that stated a decision since superseded: the id that replaced it.")
     stale: bool = False
     changed: list[str] = Field(default_factory=list, description="For a stale memory: the code that changed since it was stored.")
+    source_of: str | None = Field(default=None, description="Shown because this gist or captured memory cites it (expand).")
 
 
 class RecallResult(Record):
@@ -105,6 +118,34 @@ class Ack(Record):
     ok: bool
 
 
+class ForgetResult(Ack):
+    also_forgotten: list[str] = Field(
+        default_factory=list, description="Memories derived from it (captured from it, gists quoting it), erased with it."
+    )
+
+
+class GistResult(Record):
+    id: str | None = Field(description="The gist memory (kind summary); null when the session has nothing to summarise.")
+    session: str
+    text: str
+    tokens: int
+    method: Literal["sampling", "extractive"]
+    bullets: int
+    left_out: int = Field(description="Bullets that did not fit max_tokens.")
+    dropped: int = Field(description="Bullets the client's model wrote that failed validation.")
+    dropped_reasons: dict[str, int] = Field(default_factory=dict)
+    requests: int = Field(description="Sampling requests made.")
+    covers: int = Field(description="Turns the gist covers.")
+    supersedes: str | None = Field(default=None, description="The previous gist of this session, kept as history.")
+    created: bool = Field(description="False when the gist is unchanged.")
+    note: str | None = Field(default=None, description="Why sampling was not used, if it was not.")
+
+
+class GistStatus(Record):
+    by_method: dict[str, int] = Field(description="Current session gists by how they were written: sampling or extractive.")
+    last: str | None = Field(description="The newest gist: id, session and method.")
+
+
 class EmbeddingStatus(Record):
     model: str
     state: Literal["not-loaded", "loading", "ready", "failed"]
@@ -138,6 +179,7 @@ class Status(Record):
     index: IndexStatus
     embedding: EmbeddingStatus
     stale: list[StaleMemory] = Field(default_factory=list, description="Memories whose code changed since they were stored.")
+    gists: GistStatus
     code: CodeStatus | None = Field(default=None, description="The code-symbol index; null when it is turned off.")
 
 
