@@ -100,9 +100,10 @@ class Ledger:
 
 
 @asynccontextmanager
-async def serve(project: Project) -> AsyncIterator[Ledger]:
-    """Start `project-ledger serve` for `project` and hand back an initialized client."""
-    async with stdio_client(project.params()) as (read, write), ClientSession(read, write) as session:
+async def serve(project: Project, **client_options: Any) -> AsyncIterator[Ledger]:
+    """Start `project-ledger serve` for `project` and hand back an initialized client (`client_options`, such as a
+    `sampling_callback`, go to the SDK's ClientSession)."""
+    async with stdio_client(project.params()) as (read, write), ClientSession(read, write, **client_options) as session:
         init = await session.initialize()
         yield Ledger(session, init.instructions)
 

@@ -115,7 +115,7 @@ async def test_forget_erases_the_text_from_recall_and_from_the_journal_files(pro
         await ledger.settled()
         assert gone in {h["id"] for h in await ledger.recall("staging database password")}
 
-        assert await ledger.call("forget", id=gone) == {"id": gone, "ok": True}
+        assert await ledger.call("forget", id=gone) == {"id": gone, "ok": True, "also_forgotten": []}
         assert b"hunter2-zebra-7781" not in journal_bytes(project)  # while the server still has the journal open
         hits = await ledger.recall("staging database password hunter2")
         assert gone not in {h["id"] for h in hits}
