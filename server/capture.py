@@ -152,17 +152,21 @@ def classify(sentence: str) -> CaptureKind | None:
 
 
 def propose(text: str) -> list[Proposal]:
-    """What a turn clearly states, in order, at most `MAX_PER_TURN` (repeats of one kind merged)."""
+    """What a turn clearly states, in order, at most `MAX_PER_TURN`. Adjacent sentences of one kind state one
+    thing and are kept together, verbatim, as one proposal."""
     found: list[Proposal] = []
-    for sentence in sentences(text):
+    last = -2
+    for index, sentence in enumerate(sentences(text)):
         kind = classify(sentence)
         if kind is None:
             continue
-        if found and found[-1].kind == kind and len(found[-1].text) + len(sentence) < MAX_SENTENCE_CHARS:
-            # consecutive sentences of one kind state one thing: keep them together, verbatim
+        if found and found[-1].kind == kind and index == last + 1:
             start = text.find(found[-1].text)
-            end = text.find(sentence, start) + len(sentence)
-            found[-1] = Proposal(kind, text[start:end])
-            continue
+            span = text[start : text.find(sentence, start) + len(sentence)]
+            if len(span) <= MAX_SENTENCE_CHARS:
+                found[-1] = Proposal(kind, span)
+                last = index
+                continue
         found.append(Proposal(kind, sentence))
+        last = index
     return found[:MAX_PER_TURN]

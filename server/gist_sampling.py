@@ -52,7 +52,15 @@ SYSTEM = (
 
 
 class SamplingFailed(Exception):
-    """The client could not or would not write: refused, timed out, unsupported, or errored."""
+    """The client could not or would not write: refused, timed out, unsupported, or errored.
+
+    Carries what was spent before it failed, so the result can still report it.
+    """
+
+    def __init__(self, reason: str, requests: int = 0, dropped: Counter[str] | None = None) -> None:
+        super().__init__(reason)
+        self.requests = requests
+        self.dropped = dropped if dropped is not None else Counter()
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,8 @@ def chunks(lines: Sequence[str], budget: int, tokens: TokenCounter) -> list[list
     used = 0
     for line in lines:
         cost = tokens.count(line) + 1
-        if cost > budget:
-            line = line[: budget * 3]  # about three characters per token: still under budget
+        while cost > budget:  # one line longer than a request: cut it, in proportion, until it fits
+            line = line[: max(len(line) * budget // cost - 1, 1)]
             cost = tokens.count(line) + 1
         if used + cost > budget and groups[-1]:
             groups.append([])
@@ -159,7 +167,11 @@ def write(material: Material, writer: Writer, max_tokens: int, chunk_tokens: int
     def ask(prompt: str) -> list[Bullet]:
         nonlocal requests
         requests += 1
-        parsed, malformed = parse(writer(SYSTEM, prompt, max_tokens))
+        try:
+            answer = writer(SYSTEM, prompt, max_tokens)
+        except SamplingFailed as exc:
+            raise SamplingFailed(str(exc), requests, dropped) from None
+        parsed, malformed = parse(answer)
         kept, rejected = validate(parsed, material)
         dropped.update(rejected)
         if malformed:
@@ -170,8 +182,11 @@ def write(material: Material, writer: Writer, max_tokens: int, chunk_tokens: int
     while len(parts) > 1 and bullets:
         groups = chunks([f"{b.section}: {b.text} [{', '.join(b.sources)}]" for b in bullets], room, tokens)
         if requests + len(groups) > max_requests:
-            raise SamplingFailed(f"merging the parts needs more than {max_requests} sampling requests")
-        bullets = [b for group in groups for b in ask(_reduce_prompt(group, max_tokens))]
+            raise SamplingFailed(f"merging the parts needs more than {max_requests} sampling requests", requests, dropped)
+        merged = [b for group in groups for b in ask(_reduce_prompt(group, max_tokens))]
+        if not merged:  # a merge that kept nothing valid: the parts' checked lines are still good
+            break
+        bullets = merged
         if len(groups) == 1:
             break
     return Sampled(bullets, dropped, requests)

@@ -85,6 +85,12 @@ class Counts:
     forgotten: int
 
 
+# A gist is a summary the ledger wrote: tagged exactly `gist` (a reserved tag `remember` refuses).
+_CURRENT_GIST = (
+    "kind = 'summary' AND EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = 'gist') "
+    "AND superseded_by IS NULL AND deleted_at IS NULL"
+)
+
 _MEMORY_COLUMNS = (
     "id, text, kind, tags, session, role, files, symbols, created_at, updated_at, pinned, "
     "superseded_by, deleted_at, access_count, last_accessed_at"
@@ -206,17 +212,29 @@ class Journal:
         supersedes: str | None,
         anchors: Sequence[Anchor] = (),
         sources: Sequence[tuple[str, str]] = (),
+        replaces_gist: bool = False,
     ) -> tuple[str, bool]:
         """Store a memory; returns (id, created).
 
         The same text of the same kind in the same session as a current (live,
         not superseded) memory is not stored twice: that memory's id comes back,
         pinned if asked, with its own tags kept. `sources` are (memory id,
-        relation) pairs this memory derives from (see `memory_sources`).
+        relation) pairs this memory derives from (see `memory_sources`); each
+        must still be live, or nothing is stored (`MemoryForgotten`): text
+        derived from a forgotten memory must not outlive it. With
+        `replaces_gist`, the session's current gist is looked up and superseded
+        inside the same transaction, so two processes cannot both replace it.
         """
         digest = content_hash(text)
         now = utc_now()
         with self._write() as db:
+            for source, _ in sources:
+                self._require_live(db, source)
+            if replaces_gist:
+                current = db.execute(
+                    f"SELECT id FROM memories WHERE {_CURRENT_GIST} AND session IS ? ORDER BY seq DESC LIMIT 1", (session,)
+                ).fetchone()
+                supersedes = current["id"] if current else None
             twin = db.execute(
                 "SELECT id, pinned FROM memories WHERE content_hash = ? AND session IS ? AND kind = ? "
                 "AND deleted_at IS NULL AND superseded_by IS NULL LIMIT 1",
@@ -270,7 +288,7 @@ class Journal:
                 found = dict(db.execute(f"SELECT id, seq FROM memories WHERE id IN ({marks})", [i for i, _ in sources]).fetchall())
                 db.executemany(
                     "INSERT OR IGNORE INTO memory_sources (seq, source, relation) VALUES (?,?,?)",
-                    [(seq, found[source], relation) for source, relation in sources if source in found],
+                    [(seq, found[source], relation) for source, relation in sources],
                 )
             return memory_id, True
 
@@ -456,7 +474,7 @@ class Journal:
 
     def gists(self, session: str | None = None, limit: int = 1) -> list[Memory]:
         """The current gists, newest first: of one session, or of any."""
-        where = "kind = 'summary' AND tags LIKE '%\"gist\"%' AND superseded_by IS NULL AND deleted_at IS NULL"
+        where = _CURRENT_GIST
         params: list[object] = []
         if session is not None:
             where += " AND session = ?"
@@ -467,10 +485,18 @@ class Journal:
     def gist_methods(self) -> dict[str, int]:
         """Current gists by the way they were written (their second tag: sampling or extractive)."""
         rows = self._read(
-            "SELECT json_extract(tags, '$[1]') AS method, COUNT(*) FROM memories WHERE kind = 'summary' "
-            "AND tags LIKE '%\"gist\"%' AND superseded_by IS NULL AND deleted_at IS NULL GROUP BY method"
+            f"SELECT json_extract(tags, '$[1]') AS method, COUNT(*) FROM memories WHERE {_CURRENT_GIST} GROUP BY method"
         )
         return {row[0] or "unknown": row[1] for row in rows}
+
+    def covered_turns(self, gist_id: str) -> int:
+        """How many of its session's turns a gist was written over."""
+        rows = self._read(
+            "SELECT COUNT(*) FROM memory_sources s JOIN memories g ON g.seq = s.seq JOIN memories t ON t.seq = s.source "
+            "WHERE g.id = ? AND s.relation = 'covers' AND t.kind = 'turn'",
+            (gist_id,),
+        )
+        return rows[0][0]
 
     def sources(self, ids: Sequence[str], relations: Sequence[str]) -> dict[str, list[str]]:
         """For each of these memories, the live memories it derives from by these relations, oldest first."""
@@ -486,9 +512,13 @@ class Journal:
             found.setdefault(memory_id, []).append(source_id)
         return found
 
+    def live_by_seq(self, ids: Sequence[str]) -> dict[int, Memory]:
+        """Live memories with these ids, by seq; unknown and forgotten ids are left out."""
+        return self._live_by_seq("id", list(ids))
+
     def live(self, ids: Sequence[str]) -> dict[str, Memory]:
         """Live memories by id; unknown and forgotten ids are left out."""
-        return {memory.id: memory for memory in self._live_by_seq("id", list(ids)).values()}
+        return {memory.id: memory for memory in self.live_by_seq(ids).values()}
 
     def pinned(self) -> list[Memory]:
         rows = self._read(

@@ -25,7 +25,7 @@ from .code_service import CodeService
 from .config import ProjectPaths
 from .context_pack import Pack, PackCache, assemble, cache_key
 from .context_sections import query_sections, render_hit, render_memory, stable_sections
-from .errors import IndexUnavailable, InvalidArgument, StorageError
+from .errors import IndexUnavailable, InvalidArgument, MemoryForgotten, StorageError
 from .gist_sampling import Writer
 from .index_sync import IndexSync
 from .journal import Journal
@@ -69,6 +69,7 @@ CONTEXT_SYMBOLS = 6
 CONTEXT_TURNS = 8
 CONTEXT_TURNS_COMPACTED = 3  # a long session with a gist: the gist and retrieved turns carry the rest
 MAX_STALE_LISTED = 50
+RESERVED_TAGS = frozenset({"captured", "gist"})
 NEAR_DUPLICATE_CANDIDATES = 5
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -242,6 +243,8 @@ class LedgerService:
         """
         text, kind = self._text(text), self._kind(kind)
         tags = self._labels(tags or [], "tags", MAX_TAGS)
+        if reserved := sorted(RESERVED_TAGS.intersection(tags)):
+            raise InvalidArgument(f"the tags {', '.join(reserved)} are reserved: the ledger sets them on captured memories and gists")
         session, role = self._label(session, "session"), self._label(role, "role")
         files = self._labels(files or [], "files", MAX_LINKS)
         symbols = self._labels(symbols or [], "symbols", MAX_LINKS)
@@ -302,10 +305,13 @@ class LedgerService:
             if twin is not None:
                 found.append(Captured(id=twin[1].id, kind=proposal.kind, text=proposal.text, created=False))
                 continue
-            child_id, created = self.journal.insert(
-                text=proposal.text, kind=proposal.kind, tags=["captured"], session=session, role=None, files=[], symbols=[],
-                pinned=False, supersedes=None, sources=[(turn_id, "captured")],
-            )  # fmt: skip
+            try:
+                child_id, created = self.journal.insert(
+                    text=proposal.text, kind=proposal.kind, tags=["captured"], session=session, role=None, files=[],
+                    symbols=[], pinned=False, supersedes=None, sources=[(turn_id, "captured")],
+                )  # fmt: skip
+            except MemoryForgotten:  # the turn was forgotten meanwhile: nothing may be derived from it
+                return []
             found.append(Captured(id=child_id, kind=proposal.kind, text=proposal.text, created=created))
         return found
 
@@ -380,9 +386,13 @@ class LedgerService:
         return collapse_captured(ranked, {child: found[0] for child, found in parents.items()})
 
     def outdated(self, memories: Mapping[int, Memory]) -> dict[int, str]:
-        """Which of these turns (and decisions captured from turns) stated a decision that was later superseded
-        (see `ranking.outdated_turns`)."""
-        turns = {seq: m for seq, m in memories.items() if (m.kind == "turn" or "captured" in m.tags) and m.session is not None}
+        """Which of these turns (and memories captured from turns) stated a decision that was later superseded
+        (see `ranking.outdated_turns`). A captured sentence shares its turn's fate, both ways: the sentence
+        alone may be too short to match the retired decision, or the turn too long."""
+        parents = self.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
+        turns = {seq: m for seq, m in memories.items() if m.kind == "turn" or m.id in parents}
+        turns |= self.journal.live_by_seq([found[0] for found in parents.values()])
+        turns = {seq: m for seq, m in turns.items() if m.session is not None}
         retired = self.journal.superseded_in_sessions(sorted({m.session for m in turns.values() if m.session}))
         if not turns or not retired:
             return {}
@@ -392,7 +402,14 @@ class LedgerService:
         for seq, blob in self.journal.vectors([*turns, *retired], self.sync.embedder.identity).items():
             vector = np.frombuffer(blob, dtype=np.float32)
             vectors[seq] = vector / (np.linalg.norm(vector) or 1.0)
-        return outdated_turns(turns, retired, vectors, self.ranking.outdated_turn_similarity)
+        found = outdated_turns(turns, retired, vectors, self.ranking.outdated_turn_similarity)
+        seq_of = {m.id: seq for seq, m in turns.items()}
+        for child, (parent, *_) in parents.items():
+            pair = (seq_of.get(child), seq_of.get(parent))
+            replaced = next((found[seq] for seq in pair if seq in found), None)
+            if replaced is not None and None not in pair:
+                found.update(dict.fromkeys(pair, replaced))
+        return found
 
     def _hits(self, ranked: list[Ranked]) -> list[RecallHit]:
         """Recall results, marked stale where the code they are anchored to has changed."""
@@ -552,8 +569,7 @@ class LedgerService:
             if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
                 found = self.code.search_code(query, CONTEXT_SYMBOLS).results
                 symbols = [hit for hit in found if hit.relevance >= self.ranking.floor]
-        compacted = session is not None and any(g.session == session for g in gists) and self.gists.is_long(session)
-        turns = self.journal.recent_turns(session, CONTEXT_TURNS_COMPACTED if compacted else CONTEXT_TURNS) if session else []
+        turns = self.journal.recent_turns(session, self._recent_turns(session, gists)) if session else []
         shown |= {hit.id for hit in memories}
         sections += query_sections(query or "", gists, memories, symbols, [t for t in turns if t.id not in shown], session)
         pack = assemble(sections, token_budget, self.tokens)
@@ -568,14 +584,27 @@ class LedgerService:
         """The session's gist, written by `writer` (the client's model) when given, else extractively."""
         return self.gists.summarize(self._labels([session], "session")[0], max_tokens, writer, why_not)
 
+    def _recent_turns(self, session: str, gists: list[Memory]) -> int:
+        """8 recent turns; for a long session with a gist, the turns newer than its gist (at least 3, at most 8)."""
+        if not any(g.session == session for g in gists) or not self.gists.is_long(session):
+            return CONTEXT_TURNS
+        uncovered = self.gists.uncovered_turns(session) or 0
+        return min(max(uncovered, CONTEXT_TURNS_COMPACTED), CONTEXT_TURNS)
+
     def session_start(self) -> Pack:
-        """The pack without a query, capped for the server's instructions; cached on disk across starts."""
+        """The pack without a query, capped for the server's instructions; cached on disk across starts.
+
+        After the stable part comes the newest session gist: what happened last time rides into the next session.
+        """
         sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
+        forgets = self.journal.forget_count()
+        sections += query_sections("", self.gists.for_context(None), [], [], [], None)
         key = cache_key(sections, self.limits.instructions_tokens)
         if (cached := self.pack_cache.get(key)) is not None:
             return cached
         pack = assemble(sections, self.limits.instructions_tokens, self.tokens)
-        self.pack_cache.put(key, pack)
+        if self.journal.forget_count() == forgets:  # a forget meanwhile may have erased text this pack quotes
+            self.pack_cache.put(key, pack)
         return pack
 
     # -- resources, status --------------------------------------------------------

@@ -36,8 +36,10 @@ NO_DECAY_KINDS = frozenset({"decision", "definition"})
 
 @dataclass(frozen=True)
 class RankingParams:
-    """Defaults as tuned on `benchmarks/retrieval.py` (README, "Retrieval quality"). The access weight,
-    session boost and outdated-turn similarity were set by hand: the benchmark cannot exercise them."""
+    """Defaults as tuned on `benchmarks/retrieval.py` (README, "Retrieval quality") before turns were captured
+    into typed memories; its "as shipped" row scores them on today's ledger. The access weight, session
+    boost, outdated-turn similarity and the gist (`summary`) weight were set by hand: the benchmark cannot
+    exercise them."""
 
     fusion: FusionParams = field(default_factory=lambda: FusionParams(k=20, dense_weight=1.5, candidates=50))
     half_life_days: float = 7.0  # recency: an item this old keeps half of the decaying share

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import gist_sampling
-from .errors import InvalidArgument, LedgerError
+from .errors import InvalidArgument, LedgerError, MemoryForgotten
 from .gist import Material, extractive, fit, header, origin
 from .gist_sampling import SamplingFailed, Writer
 from .journal import Journal
@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 
 MIN_GIST_TOKENS = 100
 MAX_GIST_TOKENS = 8000
+
+
+class _AlreadyCurrent(Exception):
+    """A background gist found the session's gist already covering every turn it would."""
 
 
 @dataclass(frozen=True)
@@ -57,15 +61,27 @@ class SessionGists:
         captured = self.journal.sources([m.id for m in typed], ["captured"])
         return Material(session, turns, typed, {child: parents[0] for child, parents in captured.items()})
 
-    def summarize(self, session: str, max_tokens: int = 600, writer: Writer | None = None, why_not: str | None = None) -> GistResult:
+    def summarize(
+        self, session: str, max_tokens: int = 600, writer: Writer | None = None, why_not: str | None = None
+    ) -> GistResult:
         """Write the session's gist and store it, superseding the previous one.
 
         With a `writer`, the client's model writes it; if that fails, or every
         bullet it wrote fails validation, the extractive gist is stored instead
-        and `note` says why. `why_not` explains a missing writer.
+        and `note` says why. `why_not` explains a missing writer. If a memory of
+        the session is forgotten while the gist is being written, it is written
+        again from what is left (once; the second time the error stands).
         """
         if not MIN_GIST_TOKENS <= max_tokens <= MAX_GIST_TOKENS:
             raise InvalidArgument(f"max_tokens={max_tokens} is out of range: give {MIN_GIST_TOKENS} to {MAX_GIST_TOKENS}")
+        try:
+            return self._summarize(session, max_tokens, writer, why_not)
+        except MemoryForgotten:
+            return self._summarize(session, max_tokens, writer, why_not)
+
+    def _summarize(
+        self, session: str, max_tokens: int, writer: Writer | None, why_not: str | None, background: bool = False
+    ) -> GistResult:
         material = self.material(session)
         if not material.turns and not material.memories:
             raise InvalidArgument(f"session {session!r} has no memories to summarise; remember its turns with session={session!r}")
@@ -73,33 +89,37 @@ class SessionGists:
         bullets = extractive(material)
         if writer is not None:
             try:
-                sampled = gist_sampling.write(
-                    material, writer, max_tokens, self.params.chunk_tokens, self.params.max_requests, self.tokens
-                )
+                sampled = gist_sampling.write(material, writer, max_tokens, self.params.chunk_tokens, self.params.max_requests, self.tokens)
                 dropped, requests = sampled.dropped, sampled.requests
                 if sampled.bullets:
                     method, bullets = "sampling", sampled.bullets
                 else:
                     note = f"the client's model wrote no valid bullet ({sum(dropped.values())} dropped); the gist is extractive"
             except SamplingFailed as exc:
+                dropped, requests = exc.dropped, exc.requests
                 note = f"sampling failed ({exc}); the gist is extractive"
         kept, left_out, text = fit(header(material, method), bullets, max_tokens, self.tokens, session)
         cited = list(dict.fromkeys(source for bullet in kept for source in bullet.sources))
         cited += [turn for turn in self._turns_behind(material, cited) if turn not in cited]
+        # `covers` every memory the writer saw (a model may paraphrase one it does not cite): forgetting any of them
+        # forgets the gist.
+        covered = [m.id for m in (*material.turns, *material.memories)]
         with self._write_lock:
-            previous = next(iter(self.journal.gists(session)), None)
+            current = next(iter(self.journal.gists(session)), None)
+            if background and current is not None and self.journal.covered_turns(current.id) >= len(material.turns):
+                raise _AlreadyCurrent(current.id)  # a gist at least as new was written meanwhile
             gist_id, created = self.journal.insert(
                 text=text, kind="summary", tags=["gist", method], session=session, role=None, files=[], symbols=[],
-                pinned=False, supersedes=previous.id if previous else None,
-                sources=[*((t.id, "covers") for t in material.turns), *((i, "cites") for i in cited)],
+                pinned=False, supersedes=None, replaces_gist=True,
+                sources=[*((i, "covers") for i in covered), *((i, "cites") for i in cited)],
             )  # fmt: skip
+        chain = self.journal.history(gist_id) if created else []
         if created:
             self._changed()
         return GistResult(
             id=gist_id, session=session, text=text, tokens=self.tokens.count(text), method=method, bullets=len(kept),
             left_out=left_out, dropped=sum(dropped.values()), dropped_reasons=dict(dropped), requests=requests,
-            covers=len(material.turns), supersedes=previous.id if previous and previous.id != gist_id else None,
-            created=created, note=note,
+            covers=len(material.turns), supersedes=chain[-2].id if len(chain) > 1 else None, created=created, note=note,
         )  # fmt: skip
 
     @staticmethod
@@ -121,7 +141,7 @@ class SessionGists:
         if turns < self.params.compact_turns:
             return
         current = next(iter(self.journal.gists(session)), None)
-        covered = len(self.journal.sources([current.id], ["covers"]).get(current.id, [])) if current else 0
+        covered = self.journal.covered_turns(current.id) if current else 0
         if turns - covered < max(self.params.compact_turns // 2, 1):
             return
         with self._queue_lock:
@@ -136,7 +156,9 @@ class SessionGists:
     def _run(self) -> None:
         while (session := self._pending.get()) is not None:
             try:
-                self.summarize(session, self.params.background_tokens)
+                self._summarize(session, self.params.background_tokens, None, None, background=True)
+            except _AlreadyCurrent:
+                pass
             except LedgerError as exc:
                 log.warning("background gist of session %s failed: %s", session, exc)
             except Exception:  # the worker must outlive any one session's failure
@@ -158,7 +180,13 @@ class SessionGists:
         other = next((g for g in self.journal.gists(None, limit=4) if g.session != session), None)
         return [*own, *([other] if other else [])]
 
+    def uncovered_turns(self, session: str) -> int | None:
+        """Turns of a session newer than its gist; None without a gist."""
+        current = next(iter(self.journal.gists(session)), None)
+        return self.journal.session_turn_count(session) - self.journal.covered_turns(current.id) if current else None
+
     def status(self) -> GistStatus:
         newest = next(iter(self.journal.gists(None)), None)
         last = f"{newest.id} (session {newest.session}, {newest.tags[1] if len(newest.tags) > 1 else 'unknown'})" if newest else None
         return GistStatus(by_method=self.journal.gist_methods(), last=last)
+
