@@ -93,16 +93,12 @@ def stable_sections(context: str | None, context_path: Path, pinned: Sequence[Me
         ),
     ]
     if pinned:
-        sections.append(
-            PackSection(
-                "pinned",
-                "# Pinned memories",
-                [PackItem(render_memory(m), m.id) for m in pinned],
-                left_out_hint="read resource ledger://pinned",
-                unit="pinned memories",
-            )
-        )
+        sections.append(_memory_section("pinned", "# Pinned memories", pinned, "read resource ledger://pinned", "pinned memories"))
     return sections
+
+
+def _memory_section(name: str, heading: str, memories: Sequence[Memory], left_out_hint: str, unit: str) -> PackSection:
+    return PackSection(name, heading, [PackItem(render_memory(m), m.id) for m in memories], left_out_hint=left_out_hint, unit=unit)
 
 
 def query_sections(
@@ -117,15 +113,8 @@ def query_sections(
     (newest first in priority)."""
     sections = []
     if gists:
-        sections.append(
-            PackSection(
-                "gists",
-                "# Session gists: this session's, then the previous one's (each line cites its sources; recall them by id)",
-                [PackItem(render_memory(gist), gist.id) for gist in gists],
-                left_out_hint="recall with kinds=[summary]",
-                unit="gists",
-            )
-        )
+        heading = "# Session gists (each line cites its sources: recall(ids=[...]) gives the exact words)"
+        sections.append(_memory_section("gists", heading, gists, "recall with kinds=[summary]", "gists"))
     if memories:
         sections.append(
             PackSection(

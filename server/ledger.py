@@ -351,7 +351,8 @@ class LedgerService:
     def forget(self, memory_id: str) -> ForgetResult:
         """Scrub the journal row; searches skip it from then on, and the index drops it at its next catch-up.
 
-        The session-start cache may quote a pinned text, so it goes too.
+        Memories derived from it go too (see `Journal.forget`), and so does the session-start cache, which
+        may quote a pinned text or a gist.
         """
         derived = self.journal.forget(memory_id)
         self.pack_cache.clear()
@@ -596,8 +597,8 @@ class LedgerService:
 
         After the stable part comes the newest session gist: what happened last time rides into the next session.
         """
-        sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
         forgets = self.journal.forget_count()
+        sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
         sections += query_sections("", self.gists.for_context(None), [], [], [], None)
         key = cache_key(sections, self.limits.instructions_tokens)
         if (cached := self.pack_cache.get(key)) is not None:

@@ -46,8 +46,8 @@ class Memory(Record):
 class Captured(Record):
     id: str
     kind: str
-    text: str = Field(description="The sentence of the turn that states it, verbatim.")
-    created: bool = Field(description="False when a live memory of that kind already said it; its id is given.")
+    text: str = Field(description="The turn's sentence, verbatim.")
+    created: bool = Field(description="False: a live memory of that kind already said it (its id).")
 
 
 class RememberResult(Record):
@@ -58,9 +58,7 @@ class RememberResult(Record):
     restates_context: bool = Field(default=False, description="The text only restates part of project_context.md.")
     context_section: str | None = Field(default=None, description="The section of project_context.md it restates.")
     links: list[str] = Field(default_factory=list, description="Code this memory is anchored to; edits to it mark the memory stale.")
-    captured: list[Captured] = Field(
-        default_factory=list, description="For a turn: the decisions, definitions, constraints and todos it clearly states."
-    )
+    captured: list[Captured] = Field(default_factory=list, description="Typed memories captured from this turn.")
     note: str | None = None
 
 
@@ -74,14 +72,12 @@ class RecallHit(Record):
     created_at: str
     pinned: bool
     superseded_by: str | None = None
-    score: float | None = Field(description="Fused ranking score; null for a memory fetched by id or expanded from another.")
-    relevance: float | None = Field(
-        description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it. Null as score is."
-    )
+    score: float | None = Field(description="Null when fetched by id or expanded.")
+    relevance: float | None = Field(description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it.")
     outdated_by: str | None = Field(default=None, description="A turn that stated a decision since superseded: the id that replaced it.")
     stale: bool = False
     changed: list[str] = Field(default_factory=list, description="For a stale memory: the code that changed since it was stored.")
-    source_of: str | None = Field(default=None, description="Shown because this gist or captured memory cites it (expand).")
+    source_of: str | None = Field(default=None, description="Expanded from this gist or captured memory.")
 
 
 class RecallResult(Record):
@@ -119,31 +115,29 @@ class Ack(Record):
 
 
 class ForgetResult(Ack):
-    also_forgotten: list[str] = Field(
-        default_factory=list, description="Memories derived from it (captured from it, gists quoting it), erased with it."
-    )
+    also_forgotten: list[str] = Field(default_factory=list, description="Memories derived from it, erased with it.")
 
 
 class GistResult(Record):
-    id: str | None = Field(description="The gist memory (kind summary); null when the session has nothing to summarise.")
+    id: str
     session: str
     text: str
     tokens: int
     method: Literal["sampling", "extractive"]
     bullets: int
-    left_out: int = Field(description="Bullets that did not fit max_tokens.")
-    dropped: int = Field(description="Bullets the client's model wrote that failed validation.")
+    left_out: int = Field(description="Lines that did not fit.")
+    dropped: int = Field(description="Sampled lines that failed validation.")
     dropped_reasons: dict[str, int] = Field(default_factory=dict)
     requests: int = Field(description="Sampling requests made.")
-    covers: int = Field(description="Turns the gist covers.")
-    supersedes: str | None = Field(default=None, description="The previous gist of this session, kept as history.")
-    created: bool = Field(description="False when the gist is unchanged.")
-    note: str | None = Field(default=None, description="Why sampling was not used, if it was not.")
+    covers: int = Field(description="Turns covered.")
+    supersedes: str | None = Field(default=None, description="The previous gist, kept as history.")
+    created: bool = Field(description="False if unchanged.")
+    note: str | None = Field(default=None, description="Why sampling was not used.")
 
 
 class GistStatus(Record):
-    by_method: dict[str, int] = Field(description="Current session gists by how they were written: sampling or extractive.")
-    last: str | None = Field(description="The newest gist: id, session and method.")
+    by_method: dict[str, int] = Field(description="Current gists: sampling or extractive.")
+    last: str | None = Field(description="The newest gist: id, session, method.")
 
 
 class EmbeddingStatus(Record):
