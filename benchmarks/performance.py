@@ -6,7 +6,8 @@
 
 What it measures (medians over repeated runs; p50/p95 over 200 queries):
 - cold start of `project-ledger serve` to the `initialize` answer, and to the first `recall` answered;
-- `remember` over MCP: one call at a time, and 16 calls in flight on one connection;
+- `remember` over MCP: one call at a time, and 16 calls in flight on one connection; and conversation
+  turns one at a time (each one read by the capture extractors);
 - `recall` latency at each size, in-process with the query embedding timed apart, and end to end over stdio;
 - rebuilding the index from the journal (stored vectors, no model run) at each size;
 - resident memory of a server process after it has answered recalls.
@@ -44,6 +45,7 @@ from project_ledger.tokens import TokenCounter
 
 HERE = Path(__file__).parent
 CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())
+CONVERSATION = json.loads((HERE / "data" / "project_conversation.json").read_text())
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 
 
@@ -104,7 +106,15 @@ async def remember_throughput(count: int) -> dict[str, float]:
                     break
                 await anyio.sleep(0.2)
             embedded = 2 * count / (time.perf_counter() - first_write)
-    return {"sequential": sequential, "pipelined": pipelined, "embedded_per_s": embedded}
+
+            turns = [(s["id"], turn) for s in CONVERSATION["sessions"] for turn in s["turns"]][:count]
+            captured = 0
+            started = time.perf_counter()
+            for session_id, turn in turns:
+                arguments = {"text": turn["text"], "kind": "turn", "session": session_id, "role": turn["role"]}
+                captured += len((await session.call_tool("remember", arguments)).structured_content["captured"])
+            turn_rate = len(turns) / (time.perf_counter() - started)
+    return {"sequential": sequential, "pipelined": pipelined, "embedded_per_s": embedded, "turns": turn_rate, "captured": captured}
 
 
 def synthetic_journal(root: Path, size: int, seed: int = 7) -> Path:
@@ -247,6 +257,7 @@ def main() -> None:
         ("`remember` over stdio, one call at a time", f"{writes['sequential']:.0f} /s"),
         ("`remember` over stdio, 16 calls in flight", f"{writes['pipelined']:.0f} /s"),
         ("memories embedded per second, first write to last vector (lower bound: shares the CPU with the writes)", f"{writes['embedded_per_s']:.0f} /s"),
+        (f"`remember` of conversation turns over stdio, one at a time (capture on: {writes['captured']} memories from 200 turns)", f"{writes['turns']:.0f} /s"),
     ]
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:

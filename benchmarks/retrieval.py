@@ -170,6 +170,10 @@ class Pools:
     memories: dict[int, Memory]
     outdated: dict[int, str]
     wheres: list[SearchFilter]
+    parent_seq: dict[int, int]  # captured memory -> its turn: recall shows the turn in the better place of the two
+
+    def collapse(self, seqs: Sequence[int]) -> list[int]:
+        return list(dict.fromkeys(self.parent_seq.get(seq, seq) for seq in seqs))
 
 
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
@@ -183,7 +187,10 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
         ledger.sync.coverage(text, {hit.seq: memories[hit.seq].text for hit in (*c.dense, *c.sparse) if hit.seq in memories})
         for text, c in zip(texts, candidates, strict=True)
     ]
-    return Pools(candidates, lexical, memories, ledger.outdated(memories), list(wheres))
+    seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}
+    captured = ledger.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
+    parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
+    return Pools(candidates, lexical, memories, ledger.outdated(memories), list(wheres), parent_seq)
 
 
 def cut(candidates: Candidates, n: int) -> Candidates:
@@ -196,17 +203,17 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
     for i in subset:
         candidates = pool.candidates[i]
         if method == "bm25":
-            found.append([hit.seq for hit in candidates.sparse[:10]])
+            found.append(pool.collapse([hit.seq for hit in candidates.sparse])[:10])
         elif method == "dense":
-            found.append([hit.seq for hit in candidates.dense[:10]])
+            found.append(pool.collapse([hit.seq for hit in candidates.dense])[:10])
         elif method == "rrf":
-            found.append([hit.seq for hit in fuse(candidates, FusionParams(k=60, dense_weight=1.0, candidates=POOL), 10)])
+            found.append(pool.collapse([hit.seq for hit in fuse(candidates, FusionParams(k=60, dense_weight=1.0, candidates=POOL), POOL)])[:10])
         else:
             windowed = for_window(params, pool.wheres[i])
             kept, _ = rank(
                 cut(candidates, params.fusion.candidates), pool.memories, pool.lexical[i], windowed, now, floor=floor, outdated=pool.outdated
             )
-            found.append([item.seq for item in kept[:10]])
+            found.append(pool.collapse([item.seq for item in kept])[:10])
     return found
 
 
@@ -357,6 +364,7 @@ METHODS = (
     ("plain RRF (k=60)", "rrf"),
     ("full ranking", "full"),
     ("full ranking, relevance floor applied", "floor"),
+    ("as shipped (the defaults, with their floor)", "shipped"),
 )
 
 
@@ -388,6 +396,8 @@ def main() -> None:
         def ranked_by(subset: Sequence[int], method: str) -> list[list[int]]:
             if method == "floor":
                 return rankings(pool, subset, "full", final, final.floor)
+            if method == "shipped":
+                return rankings(pool, subset, "full", RankingParams(), RankingParams().floor)
             return rankings(pool, subset, method, final)
 
         def table(subset: Sequence[int], method: str) -> Scores:
