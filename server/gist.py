@@ -30,6 +30,7 @@ SECTIONS: dict[Section, str] = {
 KIND_SECTION: dict[str, Section] = {"decision": "decisions", "definition": "definitions", "constraint": "constraints", "todo": "todos"}
 COVERED_OVERLAP = 0.6  # a sentence whose content words are this much inside a bullet's adds nothing to it
 ORIGIN_LOOKBACK = 6  # turns before a memory searched for the one it was recorded from
+FOOTER_TOKENS = 40  # kept free for the "(+N more left out …)" line
 
 _OPEN_QUESTION = re.compile(
     r"\b(?:open question|not sure yet|TBD|to be decided|undecided|haven't decided|still need to (?:decide|figure out)|"
@@ -129,8 +130,7 @@ def render(head: str, bullets: Sequence[Bullet], footer: str | None = None) -> s
 def fit(head: str, bullets: Sequence[Bullet], budget: int, tokens: TokenCounter, session: str) -> tuple[list[Bullet], int, str]:
     """The bullets that fit `budget` tokens (by priority, then order), how many were left out, and the text."""
     order = sorted(range(len(bullets)), key=lambda i: (bullets[i].priority, i))
-    footer_room = 40
-    used = tokens.count(head) + footer_room
+    used = tokens.count(head) + FOOTER_TOKENS
     kept: set[int] = set()
     titled: set[str] = set()
     for i in order:
