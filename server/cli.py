@@ -7,8 +7,11 @@ per-process index slots make that safe. Data goes to stdout, logs to stderr;
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +38,7 @@ Examples:
   project-ledger summarize my-session         # the session's gist, citing its sources
   project-ledger index --watch              # index the source tree, then follow edits
   project-ledger symbols UserService.update_profile
+  project-ledger export backup.jsonl        # every memory, tombstones included; `import` reads it back
 """
 
 
@@ -292,6 +296,71 @@ def reindex(settings: Settings) -> None:
         started = time.perf_counter()
         points = ledger.reindex()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
+
+
+@main.command("export")
+@click.argument("destination", default="-", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@project_options
+@ledger_errors
+def export_command(settings: Settings, destination: Path) -> None:
+    """Write every memory, forgotten ones as tombstones, as JSON lines (default: to stdout).
+
+    The backup, and the way to move a ledger to another machine or backend.
+    A file is written under a temporary name and renamed when complete.
+
+    \b
+    Examples:
+      project-ledger export ledger-backup.jsonl
+      project-ledger export | gzip > ledger-backup.jsonl.gz
+    """
+    with opened(settings) as ledger:
+        if str(destination) == "-":
+            header = ledger.export(sys.stdout)
+        else:
+            partial = destination.with_name(destination.name + ".partial")
+            try:
+                with partial.open("w", encoding="utf-8") as out:
+                    header = ledger.export(out)
+                    out.flush()
+                    os.fsync(out.fileno())
+                partial.replace(destination)
+            except OSError as exc:
+                partial.unlink(missing_ok=True)
+                raise click.ClickException(f"could not write {destination}: {exc.strerror or exc}") from None
+    click.echo(f"exported {header.memories} memories and {header.tombstones} tombstones to {destination}", err=True)
+
+
+@main.command("import")
+@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@project_options
+@ledger_errors
+def import_command(settings: Settings, source: Path, as_json: bool) -> None:
+    """Add the memories of an export, keeping their ids, dates, pins and links.
+
+    The whole file is checked first; a damaged one imports nothing. Ids
+    already in this ledger are left as they are, except that a forgotten
+    memory in the export forgets the live one here: an erase is never undone
+    by an older backup. Vectors and the index catch up in a running server,
+    or when the next one starts.
+
+    \b
+    Examples:
+      project-ledger import ledger-backup.jsonl
+      gunzip -c ledger-backup.jsonl.gz | project-ledger import -
+    """
+    try:
+        with click.open_file(str(source), encoding="utf-8") as lines, opened(settings) as ledger:
+            restored = ledger.import_export(lines)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"could not read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(restored)))
+        return
+    click.echo(
+        f"imported {restored.added} memories ({restored.tombstones} of them tombstones); {restored.kept} were already here; "
+        f"{restored.forgotten} live ones forgotten by tombstones in the export"
+    )
 
 
 @main.command()

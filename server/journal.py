@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .backup import ExportedLink, ExportedMemory, ExportedSource
 from .errors import InvalidArgument, MemoryForgotten, MemoryNotFound, StorageError
 from .models import Memory
 from .schema import MIGRATIONS
@@ -75,6 +76,16 @@ class Anchor:
     path: str
     name: str
     hash: str | None  # content hash when the memory was stored; None if it was not indexed yet
+
+
+@dataclass
+class Restored:
+    """What an import did: memories added (tombstones among them), live ones it forgot, ids it left as they were."""
+
+    added: int = 0
+    tombstones: int = 0
+    forgotten: int = 0
+    kept: int = 0
 
 
 @dataclass(frozen=True)
@@ -345,31 +356,36 @@ class Journal:
                 raise MemoryNotFound(memory_id)
             if row["deleted_at"] is not None:
                 return []
-            now = utc_now()
-            pending, done, derived = [row["seq"]], set(), []
-            while pending:
-                seq = pending.pop()
-                if seq in done:
-                    continue
-                done.add(seq)
-                db.execute(
-                    "UPDATE memories SET text = '', tags = '[]', files = '[]', symbols = '[]', content_hash = NULL, "
-                    "role = NULL, pinned = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
-                    (now, now, self._next_rev(db), seq),
-                )
-                db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
-                db.execute("DELETE FROM memory_links WHERE seq = ?", (seq,))
-                db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
-                for child in db.execute(
-                    "SELECT m.seq, m.id FROM memory_sources s JOIN memories m ON m.seq = s.seq "
-                    "WHERE s.source = ? AND m.deleted_at IS NULL",
-                    (seq,),
-                ).fetchall():
-                    if child["seq"] not in done:
-                        derived.append(child["id"])
-                        pending.append(child["seq"])
+            derived = self._scrub(db, row["seq"])
         self._wal_needs_purge = True
         self.purge_wal()
+        return derived
+
+    def _scrub(self, db: sqlite3.Connection, first: int) -> list[str]:
+        """Turn memory `first` and what derives from it into tombstones; returns the derived ids."""
+        now = utc_now()
+        pending, done, derived = [first], set(), []
+        while pending:
+            seq = pending.pop()
+            if seq in done:
+                continue
+            done.add(seq)
+            db.execute(
+                "UPDATE memories SET text = '', tags = '[]', files = '[]', symbols = '[]', content_hash = NULL, "
+                "role = NULL, pinned = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
+                (now, now, self._next_rev(db), seq),
+            )
+            db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
+            db.execute("DELETE FROM memory_links WHERE seq = ?", (seq,))
+            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
+            for child in db.execute(
+                "SELECT m.seq, m.id FROM memory_sources s JOIN memories m ON m.seq = s.seq "
+                "WHERE s.source = ? AND m.deleted_at IS NULL",
+                (seq,),
+            ).fetchall():
+                if child["seq"] not in done:
+                    derived.append(child["id"])
+                    pending.append(child["seq"])
         return list(dict.fromkeys(derived))
 
     def purge_wal(self) -> bool:
@@ -540,6 +556,122 @@ class Journal:
             pinned=totals["pinned"] or 0,
             superseded=totals["superseded"] or 0,
             forgotten=totals["forgotten"] or 0,
+        )
+
+    # -- export and import -------------------------------------------------
+
+    def dump(self, batch: int = 500) -> list[ExportedMemory]:
+        """Every memory, tombstones included, in the order stored, read in one transaction (a consistent snapshot)."""
+        dumped: list[ExportedMemory] = []
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")
+                after = 0
+                while rows := self._db.execute(
+                    f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE seq > ? ORDER BY seq LIMIT ?", (after, batch)
+                ).fetchall():
+                    first, after = rows[0]["seq"], rows[-1]["seq"]
+                    links: dict[int, list[ExportedLink]] = {}
+                    for seq, target, path, name, digest in self._db.execute(
+                        "SELECT seq, target, path, name, hash FROM memory_links WHERE seq BETWEEN ? AND ? ORDER BY seq, target, path, name",
+                        (first, after),
+                    ):
+                        links.setdefault(seq, []).append(ExportedLink(target=target, path=path, name=name, hash=digest))
+                    sources: dict[int, list[ExportedSource]] = {}
+                    for seq, source_id, relation in self._db.execute(
+                        "SELECT s.seq, m.id, s.relation FROM memory_sources s JOIN memories m ON m.seq = s.source "
+                        "WHERE s.seq BETWEEN ? AND ? ORDER BY s.seq, s.source, s.relation",
+                        (first, after),
+                    ):
+                        sources.setdefault(seq, []).append(ExportedSource(id=source_id, relation=relation))
+                    dumped.extend(
+                        ExportedMemory(**_row_to_memory(row).model_dump(), links=links.get(row["seq"], []), sources=sources.get(row["seq"], []))
+                        for row in rows
+                    )
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path, "read") from exc
+            finally:
+                if self._db.in_transaction:
+                    self._db.execute("COMMIT")
+        return dumped
+
+    def restore(self, memories: Sequence[ExportedMemory], batch: int = 500) -> Restored:
+        """Add exported memories, keeping their ids, dates, pins, access data and relations.
+
+        A memory whose id is already here is left as it is, with one exception:
+        a tombstone in the export forgets the live memory of that id (and what
+        derives from it), so an erase cannot be undone by importing an older
+        backup. A tombstone here is never brought back to life. Relations are
+        written after every memory is in, so their order in the file does not
+        matter. Each batch is one transaction: a running server keeps writing
+        in between.
+        """
+        restored = Restored()
+        present: dict[str, bool] = {}  # id -> live, for the ids of the export already in this journal
+        for start in range(0, len(memories), batch):
+            ids = [memory.id for memory in memories[start : start + batch]]
+            rows = self._read(f"SELECT id, deleted_at FROM memories WHERE id IN ({','.join('?' * len(ids))})", ids)
+            present.update({row[0]: row[1] is None for row in rows})
+        for start in range(0, len(memories), batch):
+            with self._write() as db:
+                for memory in memories[start : start + batch]:
+                    if memory.id not in present:
+                        self._insert_exported(db, memory)
+                        restored.added += 1
+                        restored.tombstones += memory.deleted_at is not None
+                    elif present[memory.id] and memory.deleted_at is not None:
+                        seq = db.execute("SELECT seq FROM memories WHERE id = ?", (memory.id,)).fetchone()[0]
+                        restored.forgotten += 1 + len(self._scrub(db, seq))
+                        self._wal_needs_purge = True
+                    else:
+                        restored.kept += 1
+        added = [memory for memory in memories if memory.id not in present]
+        for start in range(0, len(added), batch):
+            with self._write() as db:
+                for memory in added[start : start + batch]:
+                    self._relate_exported(db, memory)
+        self.purge_wal()
+        return restored
+
+    def _insert_exported(self, db: sqlite3.Connection, memory: ExportedMemory) -> None:
+        live = memory.deleted_at is None
+        db.execute(
+            "INSERT INTO memories (id, text, kind, tags, session, role, files, symbols, content_hash, created_at, updated_at, "
+            "pinned, superseded_by, deleted_at, access_count, last_accessed_at, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                memory.id,
+                memory.text,
+                memory.kind,
+                json.dumps(memory.tags, ensure_ascii=False),
+                memory.session,
+                memory.role,
+                json.dumps(memory.files, ensure_ascii=False),
+                json.dumps(memory.symbols, ensure_ascii=False),
+                content_hash(memory.text) if live else None,
+                memory.created_at,
+                memory.updated_at,
+                int(memory.pinned),
+                memory.superseded_by,
+                memory.deleted_at,
+                memory.access_count,
+                memory.last_accessed_at,
+                self._next_rev(db),
+            ),
+        )
+        if not live:
+            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'forgets'")
+
+    @staticmethod
+    def _relate_exported(db: sqlite3.Connection, memory: ExportedMemory) -> None:
+        """Code links and derived-from relations of an imported memory; a source missing from both is dropped."""
+        seq = db.execute("SELECT seq FROM memories WHERE id = ?", (memory.id,)).fetchone()[0]
+        db.executemany(
+            "INSERT OR IGNORE INTO memory_links (seq, target, path, name, hash) VALUES (?,?,?,?,?)",
+            [(seq, link.target, link.path, link.name, link.hash) for link in memory.links],
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO memory_sources (seq, source, relation) SELECT ?, seq, ? FROM memories WHERE id = ?",
+            [(seq, source.relation, source.id) for source in memory.sources],
         )
 
     # -- the change feed the index follows ---------------------------------

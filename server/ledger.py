@@ -11,14 +11,16 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib import metadata
+from typing import TextIO
 
 from project_ledger.indexers.search_index import SearchFilter
 
+from .backup import FORMAT, VERSION, ExportHeader, read_export, write_export
 from .capture import propose
 from .code_links import CodeAnchors
 from .code_service import CodeService
@@ -28,7 +30,7 @@ from .context_sections import query_sections, render_hit, render_memory, stable_
 from .errors import IndexUnavailable, InvalidArgument, MemoryForgotten, StorageError
 from .gist_sampling import Writer
 from .index_sync import IndexSync
-from .journal import Journal
+from .journal import Journal, Restored, utc_now
 from .models import (
     KINDS,
     Ack,
@@ -607,6 +609,28 @@ class LedgerService:
         if self.journal.forget_count() == forgets:  # a forget meanwhile may have erased text this pack quotes
             self.pack_cache.put(key, pack)
         return pack
+
+    # -- backup -------------------------------------------------------------------
+
+    def export(self, out: TextIO) -> ExportHeader:
+        """Write every memory, tombstones included, as JSON lines (see `backup`)."""
+        memories = self.journal.dump()
+        tombstones = sum(memory.deleted_at is not None for memory in memories)
+        header = ExportHeader(
+            format=FORMAT,
+            version=VERSION,
+            exported_at=utc_now(),
+            journal_id=self.journal.journal_id(),
+            memories=len(memories) - tombstones,
+            tombstones=tombstones,
+        )
+        write_export(header, memories, out)
+        return header
+
+    def import_export(self, lines: Iterable[str]) -> Restored:
+        """Read an export back in; the whole file is checked before anything is written."""
+        _, memories = read_export(lines)
+        return self.journal.restore(memories)
 
     # -- resources, status --------------------------------------------------------
 
