@@ -39,6 +39,7 @@ Examples:
   project-ledger index --watch              # index the source tree, then follow edits
   project-ledger symbols UserService.update_profile
   project-ledger export backup.jsonl        # every memory, tombstones included; `import` reads it back
+  project-ledger doctor --fix               # check the journal, index, model and watcher; repair what is safe
 """
 
 
@@ -296,6 +297,37 @@ def reindex(settings: Settings) -> None:
         started = time.perf_counter()
         points = ledger.reindex()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
+
+
+@main.command()
+@click.option("--fix", is_flag=True, help="Repair what can be repaired without losing anything.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@project_options
+@ledger_errors
+def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
+    """Check the data directory, journal, model, index, vectors, code index and file watcher.
+
+    Exits with 1 while a problem remains. With --fix it tightens the data
+    directory's permissions, rebuilds a damaged or out-of-step index, computes
+    missing vectors and re-indexes changed source files, and says what it did.
+    A damaged journal is reported, never rewritten.
+
+    \b
+    Examples:
+      project-ledger doctor
+      project-ledger doctor --fix
+    """
+    from .doctor import examine
+
+    with opened(settings) as ledger:
+        findings = examine(ledger, fix)
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(finding) for finding in findings], indent=2))
+    else:
+        for finding in findings:
+            click.echo(f"{finding.state:<8} {finding.check:<11} {finding.detail}")
+    if any(finding.state == "problem" for finding in findings):
+        sys.exit(1)
 
 
 @main.command("export")

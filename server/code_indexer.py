@@ -133,6 +133,13 @@ class CodeIndexer:
                 report(self.progress)
             return summary
 
+    def out_of_date(self) -> tuple[int, int]:
+        """(files new or changed on disk, indexed files that are gone), found without updating anything."""
+        known = self.store.files()
+        found = list(walk(self.root, IgnoreRules(self.root), Skipped(), self.max_file_bytes))
+        changed, _ = self._changed(found, known, ScanSummary())
+        return len(changed), len(set(known) - {f.path for f in found})
+
     def _changed(
         self, found: list[SourceFile], known: dict[str, FileRecord], summary: ScanSummary
     ) -> tuple[list[SourceFile], list[FileRecord]]:

@@ -26,9 +26,10 @@ from .tokens import TokenCounter
 
 
 def prepare_data_dir(paths: ProjectPaths) -> None:
-    """Create the data directory with a `.gitignore` of `*`, so its contents are never committed by accident."""
+    """Create the data directory, private to its owner, with a `.gitignore` of `*`, so its contents are never
+    committed by accident."""
     try:
-        paths.data_dir.mkdir(parents=True, exist_ok=True)
+        paths.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         ignore = paths.data_dir / ".gitignore"
         if not ignore.exists():
             ignore.write_text("# project-ledger data: journal, index, model links\n*\n")

@@ -558,6 +558,21 @@ class Journal:
             forgotten=totals["forgotten"] or 0,
         )
 
+    # -- health ------------------------------------------------------------
+
+    def integrity(self) -> list[str]:
+        """What SQLite's integrity and foreign-key checks, and a check of supersession links, find wrong (empty: sound)."""
+        problems = [row[0] for row in self._read("PRAGMA integrity_check") if row[0] != "ok"]
+        problems += [f"{row[0]} row {row[1]} points at a missing {row[2]} row" for row in self._read("PRAGMA foreign_key_check")]
+        problems += [
+            f"memory {row[0]} is marked superseded by {row[1]}, which is not in the journal"
+            for row in self._read(
+                "SELECT id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = m.superseded_by)"
+            )
+        ]
+        return problems
+
     # -- export and import -------------------------------------------------
 
     def dump(self, batch: int = 500) -> list[ExportedMemory]:

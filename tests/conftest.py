@@ -113,9 +113,9 @@ def journal_bytes(project: Project) -> bytes:
     return b"".join(path.read_bytes() for path in project.data_dir.glob("journal.sqlite3*") if path.is_file())
 
 
-def cli(project: Project, command: str, *args: str) -> Any:
-    """Run a CLI command as a user would; returns parsed JSON when `--json` is among the args."""
-    completed = subprocess.run(
+def run_cli(project: Project, command: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a CLI command as a user would, whatever its exit code."""
+    return subprocess.run(
         [EXECUTABLE, command, "--root", str(project.root), *args],
         capture_output=True,
         text=True,
@@ -123,5 +123,10 @@ def cli(project: Project, command: str, *args: str) -> Any:
         cwd=project.root,
         timeout=300,
     )
+
+
+def cli(project: Project, command: str, *args: str) -> Any:
+    """Run a CLI command that must succeed; returns parsed JSON when `--json` is among the args."""
+    completed = run_cli(project, command, *args)
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout) if "--json" in args else completed.stdout

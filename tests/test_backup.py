@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import EXECUTABLE, Project, cli, journal_bytes, serve
+from .conftest import Project, cli, journal_bytes, run_cli, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -109,12 +107,7 @@ async def test_importing_a_later_backup_forgets_what_it_forgot_and_a_damaged_fil
     }
     for name, text in broken.items():
         (tmp_path / name).write_text(text)
-        completed = subprocess.run(
-            [EXECUTABLE, "import", str(tmp_path / name), "--root", str(target.root)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **target.env},
-        )
+        completed = run_cli(target, "import", str(tmp_path / name))
         assert completed.returncode == 1 and "Traceback" not in completed.stderr, completed.stderr
         assert "nothing was imported" in completed.stderr or "not a project-ledger export" in completed.stderr, completed.stderr
     assert cli(target, "status", "--json")["counts"] == {"note": 1}
