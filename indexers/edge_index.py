@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from .file_lock import FileLock
-from .search_index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType, SparseVec
+from .search_index import DENSE, SPARSE, Candidates, DiskNearlyFull, Hit, Indexable, IndexState, Match, PayloadType, SparseVec
 
 MAX_SLOTS = 32
 PERSIST_SECONDS = 1.0  # at most one flush of the shard per second: a flush costs ~30 ms, and every write catches up
+# The engine writes through memory maps, and there a full disk is not an error but SIGBUS, which kills the process.
+# Below this much free space the shard is not written: the index falls behind the journal, which keeps every write
+# (or refuses it with a clear error), and catches up once there is room again.
+MIN_FREE_BYTES = 128 * 2**20
 
 
 class EdgeIndex:
@@ -88,6 +92,7 @@ class EdgeIndex:
 
     def _create(self, epoch: int) -> None:
         """A new, empty shard in a new folder; the state file switches to it, then the old folder goes."""
+        self._require_space()
         q = self._q
         if self._shard is not None:
             self._shard.close()
@@ -141,9 +146,18 @@ class EdgeIndex:
             self._persist()
 
     def _persist(self) -> None:
+        self._require_space()
         self._shard.flush()
         self._state.save()
         self._persisted_at = time.monotonic()
+
+    def _require_space(self) -> None:
+        free = shutil.disk_usage(self._slot).free
+        if free < MIN_FREE_BYTES:
+            raise DiskNearlyFull(
+                f"only {free // 2**20} MB free on the index's disk; the index waits for {MIN_FREE_BYTES // 2**20} MB "
+                "before it writes again (the journal is unaffected)"
+            )
 
     def upsert(self, docs: Sequence[Indexable]) -> None:
         q = self._q
@@ -154,10 +168,12 @@ class EdgeIndex:
                 vectors[DENSE] = doc.vector
             points.append(q.Point(doc.seq, vectors, doc.payload()))
         if points:
+            self._require_space()
             self._shard.update(q.UpdateOperation.upsert_points(points))
 
     def delete(self, seqs: Sequence[int]) -> None:
         if seqs:
+            self._require_space()
             self._shard.update(self._q.UpdateOperation.delete_points(list(seqs)))
 
     def _filter(self, where: Sequence[Match]) -> Any:
@@ -255,8 +271,11 @@ class EdgeIndex:
 
     def close(self) -> None:
         try:
-            self._persist()
-            self._shard.close()
+            try:
+                self._persist()
+                self._shard.close()
+            except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there
+                pass
         finally:
             if self._lock is not None:
                 self._lock.release()

@@ -39,6 +39,10 @@ MEMORY_PAYLOAD: dict[str, PayloadType] = {
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
+class DiskNearlyFull(OSError):
+    """A backend cannot write safely with the free space left; the caller retries once space is freed."""
+
+
 @dataclass(frozen=True)
 class SparseVec:
     indices: list[int]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from project_ledger.indexers.symbols import Definition, Reference
 
-from .journal import BUSY_TIMEOUT_MS, storage_error, utc_now
+from .journal import WAIT_SECONDS, storage_error, utc_now
 
 EMBED_TEXT_CHARS = 600
 WRITE_CACHE_KIB = 64 * 1024
@@ -141,9 +141,9 @@ class CodeStore:
             raise storage_error(exc, path, "opened") from exc
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=WAIT_SECONDS)
         db.row_factory = sqlite3.Row
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute(f"PRAGMA busy_timeout = {round(WAIT_SECONDS * 1000)}")
         return db
 
     def close(self) -> None:

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     )
     qdrant_collection: str | None = Field(default=None, description="Collection name. Default: derived from the project root.")
 
+    journal_wait_seconds: float = Field(
+        default=15.0, gt=0, le=600, description="How long a write waits for another process's write lock before it fails with an error."
+    )
     max_text_bytes: int = Field(default=64 * 1024, ge=1, description="Largest memory text accepted, in UTF-8 bytes.")
     instructions_tokens: int = Field(
         default=2000, ge=100, description="Cap on the session-start pack (project_context.md + pins), in tokens."

@@ -43,7 +43,7 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     """Open the journal now (fast); the index and the model open later, in `ledger.sync`."""
     paths = resolve_paths(settings, cwd)
     prepare_data_dir(paths)
-    journal = Journal(paths.journal)
+    journal = Journal(paths.journal, settings.journal_wait_seconds)
     embedder = create_embedder(settings.embed_model, settings.embed_model_path, paths.model_dir, settings.embed_threads)
 
     client_lock = threading.Lock()  # the memory and code indexes open in two threads at once

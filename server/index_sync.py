@@ -29,6 +29,7 @@ from project_ledger.indexers.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.indexers.search_index import (
     Candidates,
     Compactable,
+    DiskNearlyFull,
     IndexDoc,
     SearchFilter,
     SearchIndex,
@@ -36,7 +37,7 @@ from project_ledger.indexers.search_index import (
     coverage,
 )
 
-from .errors import IndexUnavailable
+from .errors import IndexUnavailable, StorageError
 from .journal import Change, Journal
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class IndexSync:
         self._forgets_seen = -1
         self._forgets_changed_at = 0.0
         self.events: list[str] = []
+        self.paused: str | None = None  # why background writes wait for the disk, while they do
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -178,10 +180,25 @@ class IndexSync:
                 for step in (self._embed_backlog, self.catch_up, self._tend_compaction, self._journal.purge_wal):
                     try:
                         step()
+                    except (DiskNearlyFull, StorageError) as exc:  # a full or read-only disk: wait, quietly
+                        self._pause(str(exc))
                     except Exception:  # one failing step must not starve the others
                         log.exception("background step %s failed; retrying", getattr(step, "__name__", step))
+                    else:
+                        if step == self.catch_up:
+                            self._pause(None)
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
+
+    def _pause(self, reason: str | None) -> None:
+        """Record (once) that background writes wait for the disk, or that they resumed."""
+        if reason is not None and self.paused is None:
+            self.events.append(f"background writes paused: {reason}")
+            log.warning(self.events[-1])
+        elif reason is None and self.paused is not None:
+            self.events.append("background writes resumed")
+            log.warning(self.events[-1])
+        self.paused = reason
 
     def _embed_backlog(self) -> None:
         while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -28,7 +29,7 @@ from .errors import InvalidArgument, MemoryForgotten, MemoryNotFound, StorageErr
 from .models import Memory
 from .schema import MIGRATIONS
 
-BUSY_TIMEOUT_MS = 15_000
+WAIT_SECONDS = 15.0  # how long a write waits for another process's write lock by default
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 
 
@@ -128,11 +129,18 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
     )
 
 
-def storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "written") -> StorageError:
+def _read_only_filesystem(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "written", waited: float = WAIT_SECONDS) -> StorageError:
     text = str(exc)
     if "locked" in text or "busy" in text:
-        hint = f"another process has held the journal's write lock for over {BUSY_TIMEOUT_MS // 1000}s; retry shortly"
-    elif "readonly" in text or "read-only" in text:
+        hint = f"another process has held the journal's write lock for over {waited:g}s; retry shortly"
+    elif "readonly" in text or "read-only" in text or _read_only_filesystem(path.parent):
         hint = f"the data directory is read-only; make {path.parent} writable"
     elif "full" in text:
         hint = "the disk is full; free some space and retry"
@@ -146,14 +154,15 @@ def storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "writt
 class Journal:
     """Thread-safe access to one journal file. All writes go through `_write()`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, wait_seconds: float = WAIT_SECONDS) -> None:
         self.path = path
+        self.wait_seconds = wait_seconds
         self._lock = threading.RLock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=wait_seconds)
             self._db.row_factory = sqlite3.Row
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._db.execute("PRAGMA journal_mode = WAL")
             # FULL: a commit is on disk before `remember` is acknowledged, even across power loss.
             self._db.execute("PRAGMA synchronous = FULL")
@@ -162,8 +171,12 @@ class Journal:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
-            raise storage_error(exc, path, "opened") from exc
+            raise storage_error(exc, path, "opened", wait_seconds) from exc
         self._wal_needs_purge = False
+
+    @property
+    def _busy_ms(self) -> int:
+        return round(self.wait_seconds * 1000)
 
     def close(self) -> None:
         with self._lock:
@@ -185,7 +198,7 @@ class Journal:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise storage_error(exc, self.path) from exc
+                raise storage_error(exc, self.path, waited=self.wait_seconds) from exc
             try:
                 yield self._db
                 self._db.execute("COMMIT")
@@ -193,7 +206,7 @@ class Journal:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise storage_error(exc, self.path) from exc
+                    raise storage_error(exc, self.path, waited=self.wait_seconds) from exc
                 raise
 
     def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
@@ -201,7 +214,7 @@ class Journal:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise storage_error(exc, self.path, "read") from exc
+                raise storage_error(exc, self.path, "read", self.wait_seconds) from exc
 
     @staticmethod
     def _next_rev(db: sqlite3.Connection) -> int:
@@ -405,7 +418,7 @@ class Journal:
             except sqlite3.Error:
                 busy = 1
             finally:
-                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._wal_needs_purge = bool(busy)
             return not busy
 
@@ -604,7 +617,7 @@ class Journal:
                         for row in rows
                     )
             except sqlite3.Error as exc:
-                raise storage_error(exc, self.path, "read") from exc
+                raise storage_error(exc, self.path, "read", self.wait_seconds) from exc
             finally:
                 if self._db.in_transaction:
                     self._db.execute("COMMIT")

@@ -117,6 +117,7 @@ def run_cli(project: Project, command: str, *args: str) -> subprocess.CompletedP
     """Run a CLI command as a user would, whatever its exit code."""
     return subprocess.run(
         [EXECUTABLE, command, "--root", str(project.root), *args],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         env={**os.environ, **project.env},

@@ -1,0 +1,126 @@
+"""A full disk, a read-only data directory and a journal locked by another process: each gives a clear error over
+MCP and from the CLI, loses nothing acknowledged, and clears up by itself when the condition does.
+
+The disk conditions are real: the data directory is a small tmpfs the test mounts (which needs root, as in CI here)
+and fills, or remounts read-only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import Ledger, Project, run_cli, serve
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(mountpoint)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a tmpfs needs root with CAP_SYS_ADMIN: {mounted.stderr.strip()}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "--lazy", str(mountpoint)], check=True)
+
+
+def fill(disk: Path) -> Path:
+    """Take every free byte of `disk`."""
+    filler = disk / "filler"
+    with filler.open("wb") as file:
+        try:
+            while True:
+                file.write(b"\0" * (1 << 20))
+                file.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def cli_failure(project: Project, *args: str) -> str:
+    completed = run_cli(project, *args)
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr, completed.stderr
+    return completed.stderr
+
+
+async def all_found(ledger: Ledger, memories: dict[str, str]) -> None:
+    for memory_id, text in memories.items():
+        assert (await ledger.call("recall", ids=[memory_id]))["results"][0]["text"] == text
+
+
+async def test_a_full_disk_refuses_writes_clearly_and_recovers_when_space_is_freed(project: Project, small_disk: Path) -> None:
+    project.env["LEDGER_DATA_DIR"] = str(small_disk / "ledger")
+    async with serve(project) as ledger:
+        kept = {await ledger.remember(text): text for text in (f"Before the disk filled: fact {n}." for n in range(5))}
+        await ledger.settled()
+        filler = fill(small_disk)
+
+        errors = [await ledger.error("remember", text=f"Arrived on a full disk, {n}: {'padding ' * 2000}") for n in range(3)]
+        assert all("disk is full" in error and "Nothing acknowledged earlier was lost" in error for error in errors), errors
+        assert "disk is full" in cli_failure(project, "remember", "From the CLI on a full disk.")
+        await all_found(ledger, kept)
+
+        filler.unlink()
+        kept[await ledger.remember("Written once space was freed.")] = "Written once space was freed."
+        await ledger.settled()
+    async with serve(project) as ledger:
+        await all_found(ledger, kept)
+        assert (await ledger.recall("written once space was freed"))[0]["text"] == "Written once space was freed."
+
+
+async def test_a_read_only_data_directory_is_named_as_the_cause_and_nothing_is_lost(project: Project, small_disk: Path) -> None:
+    """A filesystem with a file open for writing cannot be remounted read-only, so the disk turns read-only between runs."""
+    project.env["LEDGER_DATA_DIR"] = str(small_disk / "ledger")
+    async with serve(project) as ledger:
+        kept = {await ledger.remember("Release branches are cut on Thursdays."): "Release branches are cut on Thursdays."}
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        assert "the data directory is read-only" in cli_failure(project, "remember", "From the CLI, read-only.")
+        assert "the data directory is read-only" in cli_failure(project, "serve")
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    async with serve(project) as ledger:
+        await all_found(ledger, kept)
+        kept[await ledger.remember("Written after the remount.")] = "Written after the remount."
+        await all_found(ledger, kept)
+
+
+async def test_a_journal_locked_by_another_process_gives_a_clear_error_and_writes_resume(project: Project) -> None:
+    project.env["LEDGER_JOURNAL_WAIT_SECONDS"] = "1.5"
+    async with serve(project) as ledger:
+        kept = {await ledger.remember("Feature flags live in LaunchDarkly."): "Feature flags live in LaunchDarkly."}
+        holder = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sqlite3, sys, time\n"
+                "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                "db.execute('BEGIN IMMEDIATE')\n"
+                "print('locked', flush=True)\n"
+                "time.sleep(600)\n",
+                str(project.data_dir / "journal.sqlite3"),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+            error = await ledger.error("remember", text="Arrived while another process held the lock.")
+            assert "write lock for over 1.5s" in error and "retry" in error, error
+            assert "write lock" in cli_failure(project, "remember", "From the CLI while locked.")
+            await all_found(ledger, kept)  # reading is not blocked by a writer
+            assert (await ledger.call("status"))["counts"] == {"note": 1}
+        finally:
+            holder.kill()
+            holder.wait()
+            holder.stdout.close()
+        kept[await ledger.remember("Written once the lock was released.")] = "Written once the lock was released."
+        await all_found(ledger, kept)
