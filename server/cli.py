@@ -153,6 +153,9 @@ def remember(
         click.echo(result.model_dump_json(indent=2))
     else:
         click.echo(result.id if result.created else f"{result.id} (already stored)")
+        if result.redacted:
+            secrets = ", ".join(f"{n} {kind}" for kind, n in result.redacted_types.items())
+            click.echo(f"redacted before storing: {secrets}", err=True)
 
 
 @main.command()

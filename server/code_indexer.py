@@ -30,15 +30,17 @@ CHUNK_FILES = 16  # files per task sent to a worker process
 _worker_grammars: Grammars | None = None
 
 
-def _parse_chunk(root: str, chunk: list[tuple[str, str, int, int]]) -> list[ParsedFile | tuple[str, str]]:
+def _parse_chunk(root: str, redact: bool, chunk: list[tuple[str, str, int, int]]) -> list[ParsedFile | tuple[str, str]]:
     """Parse files in a worker process: (path, language, size, mtime_ns) in; a ParsedFile or (path, why not) out."""
     global _worker_grammars
     if _worker_grammars is None:
         _worker_grammars = Grammars()
-    return [parse_file(_worker_grammars, Path(root), *item) for item in chunk]
+    return [parse_file(_worker_grammars, Path(root), *item, redact=redact) for item in chunk]
 
 
-def parse_file(grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int) -> ParsedFile | tuple[str, str]:
+def parse_file(
+    grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int, redact: bool
+) -> ParsedFile | tuple[str, str]:
     try:
         source = (root / path).read_bytes()
     except FileNotFoundError:
@@ -48,7 +50,7 @@ def parse_file(grammars: Grammars, root: Path, path: str, language: str, size: i
     digest = content_digest(source)
     symbols = extract(grammars.get(BY_NAME[language]), source)
     record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
-    return ParsedFile.build(record, symbols.definitions, symbols.references)
+    return ParsedFile.build(record, symbols.definitions, symbols.references, redact)
 
 
 @dataclass
@@ -80,10 +82,11 @@ class Progress:
 
 
 class CodeIndexer:
-    def __init__(self, root: Path, store: CodeStore, max_file_bytes: int, workers: int | None) -> None:
+    def __init__(self, root: Path, store: CodeStore, max_file_bytes: int, workers: int | None, redact: bool) -> None:
         self.root = root
         self.store = store
         self.max_file_bytes = max_file_bytes
+        self.redact = redact  # secrets in signatures, docstrings and body heads are replaced before they are stored
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         self.grammars = Grammars()
         self.rules = IgnoreRules(root)
@@ -164,7 +167,9 @@ class CodeIndexer:
         if self.cancelled.is_set():
             return
         if len(items) < POOL_MIN_FILES or self.workers == 1:
-            results: Iterable[ParsedFile | tuple[str, str]] = (parse_file(self.grammars, self.root, *item) for item in items)
+            results: Iterable[ParsedFile | tuple[str, str]] = (
+                parse_file(self.grammars, self.root, *item, redact=self.redact) for item in items
+            )
         else:
             results = self._pooled(items)
         for result in results:
@@ -180,7 +185,7 @@ class CodeIndexer:
         context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
         try:
-            for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), chunks):
+            for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), [self.redact] * len(chunks), chunks):
                 yield from chunk_results
         finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
             pool.shutdown(wait=True, cancel_futures=True)
@@ -239,7 +244,7 @@ class CodeIndexer:
             return rel, "unchanged"
         if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:
             return rel, "not indexable"
-        return parse_file(self.grammars, self.root, rel, language, info.st_size, info.st_mtime_ns)
+        return parse_file(self.grammars, self.root, rel, language, info.st_size, info.st_mtime_ns, redact=self.redact)
 
 
 def _unchanged(record: FileRecord | None, size: int, mtime_ns: int) -> bool:

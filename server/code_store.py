@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from pathlib import Path
 from project_ledger.indexers.symbols import Definition, Reference
 
 from .journal import WAIT_SECONDS, storage_error, utc_now
+from .redaction import redact as redact_secrets
 
 EMBED_TEXT_CHARS = 600
 WRITE_CACHE_KIB = 64 * 1024
@@ -102,15 +103,18 @@ class ParsedFile:
     references: list[ReferenceRow]
 
     @classmethod
-    def build(cls, record: FileRecord, definitions: list[Definition], references: list[Reference]) -> ParsedFile:
+    def build(cls, record: FileRecord, definitions: list[Definition], references: list[Reference], redact: bool) -> ParsedFile:
+        """The rows for one parsed file; with `redact`, secrets in signatures, docstrings and body heads are replaced."""
+        clean: Callable[[str], str] = (lambda text: redact_secrets(text).text) if redact else (lambda text: text)
         symbols = []
         for d in definitions:
+            signature, doc, body_head = clean(d.signature), clean(d.doc), clean(d.body_head)
             text = StoredSymbol(
-                0, record.path, d.name, d.qualname, d.kind, record.language, d.line, d.end_line, d.signature, d.doc, d.parent,
-                d.body_head,
+                0, record.path, d.name, d.qualname, d.kind, record.language, d.line, d.end_line, signature, doc, d.parent,
+                body_head,
             ).embed_text()  # fmt: skip
             symbols.append(
-                (d.name, d.qualname, d.kind, d.line, d.end_line, d.signature, d.doc, d.parent, d.content_hash, d.body_head,
+                (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
                  embed_hash(text))
             )  # fmt: skip
         grouped: dict[tuple[str, str], list[int]] = {}

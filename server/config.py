@@ -74,6 +74,11 @@ class Settings(BaseSettings):
     )
     reject_restated_context: bool = Field(default=False, description="Refuse memories that only restate project_context.md.")
 
+    redact_secrets: bool = Field(
+        default=True,
+        description="Replace secrets (private keys, API tokens, JWTs, passwords in URLs or assigned to names like "
+        "password or api_key) with [REDACTED:<type>] before anything is stored, memories and code symbols alike.",
+    )
     capture: bool = Field(
         default=True, description="Store the decisions, definitions, constraints and todos a turn clearly states as linked memories."
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from project_ledger.indexers.edge_index import MIN_FREE_BYTES
 from project_ledger.indexers.source_files import SKIPPED_DIRS
 
 from .code_watcher import CodeWatcher
@@ -67,8 +68,11 @@ def _permissions(ledger: LedgerService, fix: bool) -> Finding:
 def _disk(ledger: LedgerService) -> Finding:
     free = shutil.disk_usage(ledger.paths.data_dir).free
     detail = f"{free / 2**20:,.0f} MB free where the data directory is"
-    if free < LOW_DISK_BYTES:
-        return Finding("disk", "warning", detail + ": writes fail with a clear error when it runs out; nothing stored is lost")
+    if free < MIN_FREE_BYTES:
+        return Finding(
+            "disk", "warning", f"{detail}: the embedded index stops writing below {MIN_FREE_BYTES // 2**20} MB, and the journal "
+            "refuses writes with a clear error when the disk is full; nothing stored is lost",
+        )
     return Finding("disk", "ok", detail)
 
 

@@ -65,7 +65,11 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     tokens = TokenCounter()
     ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
     quality = Quality(
-        settings.near_duplicate_overlap, settings.restated_context_overlap, settings.reject_restated_context, settings.capture
+        settings.near_duplicate_overlap,
+        settings.restated_context_overlap,
+        settings.reject_restated_context,
+        settings.capture,
+        settings.redact_secrets,
     )
     gists = SessionGists(
         journal,
@@ -120,7 +124,7 @@ def open_code_service(
 ) -> CodeService:
     """The code index over the journal's database; its search points go to their own shard or collection."""
     store = CodeStore(journal.path)
-    indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers)
+    indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers, settings.redact_secrets)
     search = CodeSearch(
         store, lambda: open_search_index(settings, paths, journal, embedder, CODE_PAYLOAD, qdrant_client, "code"), embedder
     )

@@ -81,12 +81,14 @@ class Anchor:
 
 @dataclass
 class Restored:
-    """What an import did: memories added (tombstones among them), live ones it forgot, ids it left as they were."""
+    """What an import did: memories added (tombstones among them), live ones it forgot, ids it left as they were,
+    and secrets replaced on the way in."""
 
     added: int = 0
     tombstones: int = 0
     forgotten: int = 0
     kept: int = 0
+    redacted: int = 0
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from .models import (
 )
 from .project_context import ProjectContextFile, missing_context_text
 from .ranking import Ranked, RankingParams, collapse_captured, for_window, outdated_turns, rank
+from .redaction import redact
 from .restatement import RestatementCheck
 from .session_gists import SessionGists
 from .text_signals import content_words, specifics
@@ -91,6 +92,7 @@ class Quality:
     restated_context: float = 0.6
     reject_restated: bool = False
     capture: bool = True  # propose typed memories from what turns clearly state
+    redact: bool = True  # replace secrets before anything is stored (see `redaction`)
 
 
 def version() -> str:
@@ -244,6 +246,10 @@ class LedgerService:
         answers; the background worker embeds the new memory.
         """
         text, kind = self._text(text), self._kind(kind)
+        redacted = redact(text) if self.quality.redact else None
+        if redacted is not None:
+            text = redacted.text
+        secrets = {"redacted": redacted.count, "redacted_types": redacted.found} if redacted is not None else {}
         tags = self._labels(tags or [], "tags", MAX_TAGS)
         if reserved := sorted(RESERVED_TAGS.intersection(tags)):
             raise InvalidArgument(f"the tags {', '.join(reserved)} are reserved: the ledger sets them on captured memories and gists")
@@ -267,7 +273,7 @@ class LedgerService:
                 if pinned and not twin.pinned:
                     self.pin(twin.id)
                 return RememberResult(
-                    id=twin.id, created=False, duplicate_of=twin.id, similarity=round(overlap, 4),
+                    id=twin.id, created=False, duplicate_of=twin.id, similarity=round(overlap, 4), **secrets,
                     note=f"a live {kind} already says this ({overlap:.0%} of the words, the same numbers and names); "
                     "its access data was refreshed",
                 )  # fmt: skip
@@ -293,6 +299,7 @@ class LedgerService:
             duplicate_of=None if created else memory_id,
             restates_context=restated is not None,
             context_section=restated.section if restated is not None else None,
+            **secrets,
             links=[f"{a.target} {a.name + ' in ' if a.name else ''}{a.path}" for a in anchors] if created else [],
             captured=captured,
             note="; ".join([*notes, *link_notes]) or None,
@@ -628,9 +635,18 @@ class LedgerService:
         return header
 
     def import_export(self, lines: Iterable[str]) -> Restored:
-        """Read an export back in; the whole file is checked before anything is written."""
+        """Read an export back in; the whole file is checked before anything is written, and secrets in it are
+        redacted as `remember` would (an export from a ledger with redaction off may hold them)."""
         _, memories = read_export(lines)
-        return self.journal.restore(memories)
+        redacted = 0
+        if self.quality.redact:
+            for n, memory in enumerate(memories):
+                if (found := redact(memory.text)).count:
+                    memories[n] = memory.model_copy(update={"text": found.text})
+                    redacted += found.count
+        restored = self.journal.restore(memories)
+        restored.redacted = redacted
+        return restored
 
     # -- resources, status --------------------------------------------------------
 

@@ -143,7 +143,13 @@ class LedgerTools:
         else:
             text = f"already remembered as {result.id} (same text, same session)"
         captured = ", ".join(f"{c.kind} {c.id}" + ("" if c.created else " (already known)") for c in result.captured)
-        extras = [f"linked to {', '.join(result.links)}" if result.links else "", f"captured {captured}" if captured else "", result.note or ""]
+        secrets = ", ".join(f"{n} {kind}" for kind, n in result.redacted_types.items())
+        extras = [
+            f"linked to {', '.join(result.links)}" if result.links else "",
+            f"captured {captured}" if captured else "",
+            f"redacted before storing: {secrets}" if secrets else "",
+            result.note or "",
+        ]
         return _answer(result, "; ".join([text, *filter(None, extras)]))
 
     async def recall(

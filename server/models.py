@@ -59,6 +59,8 @@ class RememberResult(Record):
     context_section: str | None = Field(default=None, description="The section of project_context.md it restates.")
     links: list[str] = Field(default_factory=list, description="Code this memory is anchored to; edits to it mark the memory stale.")
     captured: list[Captured] = Field(default_factory=list, description="Typed memories captured from this turn.")
+    redacted: int = Field(default=0, description="Secrets replaced by [REDACTED:<type>] before storing.")
+    redacted_types: dict[str, int] = Field(default_factory=dict, description="How many of each type.")
     note: str | None = None
 
 

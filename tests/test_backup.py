@@ -58,7 +58,7 @@ async def test_an_export_imported_into_another_backend_and_back_is_the_same_ledg
     assert SECRET_PLAN not in (tmp_path / "embedded.jsonl").read_text()
 
     imported = cli(server, "import", str(tmp_path / "embedded.jsonl"), "--json")
-    assert imported == {"added": len(first), "tombstones": 1, "forgotten": 0, "kept": 0}
+    assert imported == {"added": len(first), "tombstones": 1, "forgotten": 0, "kept": 0, "redacted": 0}
     assert export_lines(server, tmp_path / "server.jsonl") == first
     async with serve(server) as ledger:
         status = await ledger.settled()
@@ -92,7 +92,7 @@ async def test_importing_a_later_backup_forgets_what_it_forgot_and_a_damaged_fil
 
     assert cli(target, "import", str(tmp_path / "before.jsonl"), "--json")["added"] == 2
     assert SECRET_PLAN.encode() in journal_bytes(target)
-    assert cli(target, "import", str(tmp_path / "after.jsonl"), "--json") == {"added": 0, "tombstones": 0, "forgotten": 1, "kept": 1}
+    assert cli(target, "import", str(tmp_path / "after.jsonl"), "--json") == {"added": 0, "tombstones": 0, "forgotten": 1, "kept": 1, "redacted": 0}
     assert SECRET_PLAN.encode() not in journal_bytes(target)
     assert cli(target, "import", str(tmp_path / "before.jsonl"), "--json")["kept"] == 2  # an old backup does not bring it back
     async with serve(target) as ledger:

@@ -1,0 +1,204 @@
+"""Secret redaction (`server/redaction.py`): fake secrets caught, false positives on real code and prose, and speed.
+
+    python benchmarks/redaction.py            # prints the table, then every corpus hit
+    python benchmarks/redaction.py --write    # also updates the README
+
+1. Fake secrets: every item of `tests/fixtures/secrets.json` (randomly generated
+   secrets of the right shape inside realistic snippets). An item is caught when
+   its secret is gone from the output and the output names its type. The
+   fixture's `clean` list holds tricky non-secrets (digests, UUIDs, placeholders,
+   `password = get_password()`); any change to one of them is a false positive.
+2. False positives on a real corpus: every UTF-8 text file in the dev venv's
+   site-packages (mcp, pydantic, qdrant_client, numpy, cryptography, PyJWT,
+   huggingface_hub, rich, click, hypothesis, ... everything installed), plus this
+   repo's `server/`, `indexers/` and README, and the turn texts of
+   `benchmarks/data/project_conversation.json`. None of it should hold a secret,
+   so every redaction is a false positive unless the text deliberately shows a
+   fake one; every hit is printed after the table, with its file and line, for a
+   reader to judge. Left out: the entries of `EXCLUDED`, with the reason.
+3. Speed: `redact()` per corpus file of at least 1 KB, as microseconds per KB
+   (median over files), and per 500-byte memory (median over 500-byte slices of
+   the conversation turns, each the best of 5 calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import sysconfig
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from project_ledger.redaction import TYPES, redact
+
+HERE = Path(__file__).parent
+REPO = HERE.parent
+FIXTURE = REPO / "tests" / "fixtures" / "secrets.json"
+CONVERSATION = HERE / "data" / "project_conversation.json"
+SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
+# Top-level site-packages entries left out of the corpus (a name prefix, so dist-info folders go too), and why.
+EXCLUDED = {
+    "detect_secrets": "detect-secrets, when installed: a secret scanner, made of secret patterns and sample keys",
+    "__editable__": "this project's own install hook",
+}
+TEXT_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".txt", ".json", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".html", ".js", ".css", ".csv"}
+SNIPPET = 60  # characters shown either side of a hit
+MARKER = re.compile(r"\[REDACTED:(\w+)\]")
+
+
+@dataclass(frozen=True)
+class Document:
+    group: str  # what kind of text: library code, this repo, prose
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    document: Document
+    line: int
+    kind: str
+    context: str
+
+
+def library_documents() -> Iterator[Document]:
+    for path in sorted(SITE_PACKAGES.rglob("*")):
+        relative = path.relative_to(SITE_PACKAGES).as_posix()
+        if path.suffix not in TEXT_SUFFIXES or "__pycache__" in path.parts or relative.startswith(tuple(EXCLUDED)) or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        yield Document("library code", relative, text)
+
+
+def repo_documents() -> Iterator[Document]:
+    for folder in ("server", "indexers"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            yield Document("this repo's code", path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8"))
+    yield Document("prose", "README.md", (REPO / "README.md").read_text(encoding="utf-8"))
+    for session in json.loads(CONVERSATION.read_text())["sessions"]:
+        for turn in session["turns"]:
+            yield Document("prose", f"{CONVERSATION.name}#{turn['id']}", turn["text"])
+
+
+def hits_in(document: Document) -> list[Hit]:
+    """Each secret `redact` replaced in the document, found by matching the output's pieces between markers against the input."""
+    result = redact(document.text)
+    if not result.count:
+        return []
+    kept = MARKER.split(result.text)  # the text between markers, and each marker's type
+    pieces, kinds = kept[::2], kept[1::2]
+    pattern = "(.+?)".join(re.escape(piece) for piece in pieces)
+    match = re.fullmatch(pattern, document.text, re.S)
+    assert match, f"{document.name}: the output does not line up with the input"
+    hits = []
+    for index, kind in enumerate(kinds, start=1):
+        begin, end = match.span(index)
+        if MARKER.fullmatch(document.text[begin:end]):  # a marker the text already held
+            continue
+        line = document.text.count("\n", 0, begin) + 1
+        context = document.text[max(0, begin - SNIPPET) : end + SNIPPET]
+        hits.append(Hit(document, line, kind, " ".join(context.split())))
+    return hits
+
+
+def fixture_rows(fixture: dict) -> tuple[list[str], int, int]:
+    caught, total = Counter[str](), Counter[str]()
+    for item in fixture["secrets"]:
+        result = redact(item["text"])
+        total[item["type"]] += 1
+        caught[item["type"]] += item["secret"] not in result.text and item["type"] in result.found
+    rows = [f"| `{kind}` | {caught[kind]} / {total[kind]} |" for kind in TYPES]
+    false_positives = sum(redact(text).text != text for text in fixture["clean"])
+    return rows, false_positives, len(fixture["clean"])
+
+
+def microseconds(text: str) -> float:
+    began = time.perf_counter_ns()
+    redact(text)
+    return (time.perf_counter_ns() - began) / 1000
+
+
+def speed(documents: list[Document]) -> tuple[float, float]:
+    """Median µs per KB over documents of 1 KB or more, and median µs per 500-byte slice of the conversation."""
+    sizes = {document.name: len(document.text.encode()) / 1024 for document in documents}
+    per_kb = [microseconds(d.text) / sizes[d.name] for d in documents if sizes[d.name] >= 1]
+    turns = "\n".join(d.text for d in documents if d.name.startswith(CONVERSATION.name))
+    memories = [turns[i : i + 500] for i in range(0, len(turns) - 500, 500)]
+    per_memory = [min(microseconds(memory) for _ in range(5)) for memory in memories]
+    return statistics.median(per_kb), statistics.median(per_memory)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="write the table into README.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    rows, clean_fp, clean_total = fixture_rows(json.loads(FIXTURE.read_text()))
+
+    documents = [*library_documents(), *repo_documents()]
+    hits = [hit for document in documents for hit in hits_in(document)]
+    groups = ("library code", "this repo's code", "prose")
+    size = {g: sum(len(d.text.encode()) for d in documents if d.group == g) / 1e6 for g in groups}
+    files = Counter(d.group for d in documents)
+    by_group = {g: Counter(h.kind for h in hits if h.document.group == g) for g in groups}
+    per_kb, per_memory = speed(documents)
+    packages = len({d.name.split("/")[0] for d in documents if d.group == "library code" and "/" in d.name and ".dist-info" not in d.name})
+    turns = sum(d.name.startswith(CONVERSATION.name) for d in documents)
+    seconds = time.perf_counter() - started
+
+    def found(counts: Counter[str]) -> str:
+        return ", ".join(f"{n} {kind}" for kind, n in counts.most_common()) or "none"
+
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    text = "\n".join(
+        [
+            f"Fake secrets caught ({FIXTURE.relative_to(REPO)}: random secrets of the right shape in realistic snippets):",
+            "",
+            "| type | caught |",
+            "|---|---|",
+            *rows,
+            "",
+            f"Tricky non-secrets in the same file (digests, UUIDs, placeholders, `password = get_password()`, ...): "
+            f"{clean_fp} of {clean_total} changed.",
+            "",
+            "False positives on real text that holds no secret:",
+            "",
+            "| corpus | files | MB | redactions |",
+            "|---|---|---|---|",
+            *(f"| {g} | {files[g]:,} | {size[g]:.1f} | {found(by_group[g])} |" for g in groups),
+            "",
+            f"Library code: every text file in the dev venv's site-packages ({packages} top-level packages: mcp, pydantic, "
+            "qdrant_client, numpy, cryptography, PyJWT, huggingface_hub, rich, ...) except "
+            + "; ".join(f"`{name}` ({why})" for name, why in EXCLUDED.items())
+            + f". Prose: the README and the {turns} turns of the benchmark conversation. Every hit is printed, with its file "
+            "and line, below the table by `python benchmarks/redaction.py`.",
+            "",
+            f"Speed: {per_kb:.0f} µs per KB (median over corpus files of 1 KB or more), "
+            f"{per_memory:.0f} µs for a 500-byte memory (median).",
+            "",
+            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine} with `python benchmarks/redaction.py` ({seconds:.0f} s).",
+        ]
+    )
+    print(text)
+    print(f"\nEvery corpus hit ({len(hits)}):")
+    for hit in hits:
+        print(f"  [{hit.kind}] {hit.document.name}:{hit.line}: {hit.context}")
+    if args.write:
+        from readme_table import replace_section
+
+        replace_section("redaction", text)
+
+
+if __name__ == "__main__":
+    main()

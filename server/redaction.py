@@ -1,0 +1,342 @@
+"""Secret redaction: every secret in a text is replaced by `[REDACTED:<type>]` before it is stored.
+
+Two kinds of detector run over the whole text:
+
+- Formats with a fixed shape: private key blocks, AWS access key ids, GitHub,
+  Slack, OpenAI, Anthropic, Stripe and Google API keys, Slack webhooks, JWTs.
+  A prefix and a length make these near-certain, so a match is redacted unless
+  it is visibly a placeholder (`ghp_xxxx...`).
+- Values that are only secret by context: a password in a URL
+  (`postgres://admin:<this>@db`), an `Authorization:` header, and a value
+  assigned to a name such as `api_key`, `client_secret`, `DB_PASSWORD` or
+  `STRIPE_KEY` in code, env files, YAML, JSON or prose. These must not fire on
+  ordinary code (`password = get_password()`, `token = token.strip()`,
+  `api_key: ${OPENAI_API_KEY}`, `sort_key = "name"`), so the value has to look
+  random: long enough, letters mixed with digits or symbols, high Shannon
+  entropy, and not made of words the way identifiers are. Password-like names
+  get a lower bar than key/token names, since a password is often a short
+  word-and-digit mix while an API key is long and random. The passwords of
+  examples and local defaults (`password1`, `admin`, `postgres:postgres@`) and
+  passphrases with spaces are left alone.
+
+Only the secret itself is replaced; the name, the URL around a password and the
+line breaks stay. A private key is replaced as one block from BEGIN to END, or
+to the end of its key material when the END line is missing (a truncated
+paste). Text without a secret comes back unchanged, the same string object,
+and redacting twice changes nothing more: a value holding `[REDACTED:` is
+never a secret.
+
+Why not detect-secrets (1.5.0, evaluated for this module): importing any of its
+plugins takes 140-230 ms because the package imports `requests`; its scanner
+costs about 8.5 ms per KB of ordinary code (this module: well under 0.1 ms);
+it reports secrets per line, so a private key is flagged by its BEGIN line
+only; its OpenAI plugin knows only the legacy `T3BlbkFJ` keys and there is no
+Anthropic plugin; and its keyword plugin flags any word after `password =`.
+What it would contribute beyond that is a dozen short regexes, written here
+against the providers' documented formats. `benchmarks/redaction.py` measures
+the detectors on fake secrets and their false positives on real code and prose.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+_MARKER = "[REDACTED:{}]"
+_MARKER_START = "[REDACTED:"
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    found: dict[str, int]  # type -> how many were replaced, in order of first appearance
+
+    @property
+    def count(self) -> int:
+        return sum(self.found.values())
+
+
+@dataclass(frozen=True)
+class _Detector:
+    kind: str
+    pattern: re.Pattern[str]
+    hints: tuple[str, ...]  # the pattern runs only when one of these is in the text (cheap pre-check)
+    group: str | int = 0  # the part of the match that is the secret
+    accept: Callable[[re.Match[str]], bool] | None = None
+
+
+# A value that only stands in for a secret: a template, a mask, an elision, an invitation to fill it in.
+_PLACEHOLDER = re.compile(r"x{5,}|\*{3,}|\.{3}|…|\$\{|\{\{|%\(|<|>|your[_-]|placeholder|change[_-]?me|redacted", re.I)
+
+
+def _not_placeholder(secret: str) -> bool:
+    return _PLACEHOLDER.search(secret) is None and _MARKER_START not in secret
+
+
+def _group_not_placeholder(group: str | int) -> Callable[[re.Match[str]], bool]:
+    return lambda m: _not_placeholder(m[group])
+
+
+# The passwords of examples and local defaults: password1, secret123, admin, test!, guest.
+_EXAMPLE_PASSWORD = re.compile(
+    r"(?:my|your)?[-_]?(?:p(?:ass)?w(?:or)?d|pass|pw|secret|token|test(?:ing)?|admin|example|sample|demo|dummy|fake|default|qwerty|letmein|welcome"
+    r"|hello|foo|bar|baz|user|guest|root)[-_]?[0-9]{0,6}[!.?]*",
+    re.I,
+)
+
+
+def _entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+# Pieces an identifier is built from: `authTokenV2Handler` -> auth, Token, V, 2, Handler. Random strings
+# break into many short pieces (`wJalrXUtn` -> w, Jalr, X, Utn), identifiers into fewer, longer ones,
+# most of them pronounceable words.
+_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_VOWEL = re.compile(r"[aeiouAEIOU]")
+_IDENTIFIER_LIKE = re.compile(
+    r"[a-z]+[0-9]*(?:[_.\-](?:[a-z]+[0-9]*|[0-9]+))+"  # snake, kebab, dotted: my_app_v2, api-key-1
+    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # SCREAMING_SNAKE
+    r"|[a-z]+(?:[A-Z][a-z]+[0-9]*)+"  # camelCase
+    r"|(?:[A-Z][a-z]+[0-9]*)+"  # PascalCase
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID: an id, not a credential
+)
+
+
+def _looks_random(value: str, *, password: bool) -> bool:
+    """Whether a value assigned to a secret-sounding name is plausibly the secret itself.
+
+    `password` lowers the bar for names like `DB_PASSWORD`, since a real
+    password such as Summer2024! would not pass for an API key.
+    """
+    n = len(value)
+    if n < (8 if password else 16) or not _not_placeholder(value) or _EXAMPLE_PASSWORD.fullmatch(value):
+        return False
+    if _IDENTIFIER_LIKE.fullmatch(value):
+        return False
+    has_alpha = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(not c.isalnum() and c not in "_-." for c in value)
+    if password:
+        return has_alpha and (has_digit or has_symbol) and _entropy(value) >= 2.5
+    has_upper_and_lower = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    if not (has_alpha and (has_digit or has_upper_and_lower)) or _entropy(value) < 2.75:
+        return False
+    pieces = _PIECE.findall(value)
+    in_words = sum(len(p) for p in pieces if len(p) >= 3 and p.isalpha() and _VOWEL.search(p))
+    # Share of random values that pass, measured: base62 98.5% at 16 characters and 99.9% at 32; hex 97% and 99.7%;
+    # [a-z0-9] only 87% and 94%, as its letters run into word-like pieces more often.
+    return len(pieces) >= 0.25 * n and in_words < 0.75 * n
+
+
+_PEM_LABEL = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"
+_LINE_BREAK = r"[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*"  # a real line break, or an escaped one inside a JSON or YAML string
+_LINE_END = r"(?=[ \t]*(?:[\r\n\\\"'`]|-----|$))"
+# A line of base64 shorter than a full one ends the block, so a truncated key followed by prose ("Thanks") stops there.
+_PRIVATE_KEY = re.compile(
+    rf"-----BEGIN {_PEM_LABEL}-----"
+    r"(?:"
+    rf"(?:{_LINE_BREAK})+"
+    r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset): [^\r\n\\]*"  # PEM and PGP armour headers
+    rf"|[A-Za-z0-9+/]{{40,}}={{0,2}}{_LINE_END}"  # a full line of base64 (64 wide in PEM, 70 or 76 elsewhere)
+    rf"|[A-Za-z0-9+/]*={{1,2}}{_LINE_END}|=[A-Za-z0-9+/]{{4}}{_LINE_END}"  # the padded last line; the PGP checksum
+    rf"|[A-Za-z0-9+/]+(?=(?:{_LINE_BREAK})?-----END))"  # a short last line
+    r"|[ \t]+(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]+={0,2}(?=[ \t]*-----END))"  # line breaks lost in a paste
+    r")*+"
+    rf"(?:(?:{_LINE_BREAK}|[ \t]*)-----END {_PEM_LABEL}-----)?"
+)
+_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{32}")
+
+_URL_PASSWORD = re.compile(r"://(?<=[A-Za-z0-9]://)(?P<user>[^\s:/?#@\[\]\"'`<>]*):(?P<pw>[^\s:/?#@\"'`<>]+)@")
+
+
+def _real_url_password(m: re.Match[str]) -> bool:
+    pw = m["pw"]
+    if pw == m["user"] or pw.startswith(("$", "{", "%s", "%(")) or _EXAMPLE_PASSWORD.fullmatch(pw):
+        return False  # postgres:postgres@, a template, or user:password@ in an example
+    return _not_placeholder(pw) and set(pw) != {"x"}
+
+
+_AUTH_HEADER = re.compile(
+    r"\bAuthorization[\"']?[ \t]*[:=,][ \t]*[\"']?(?:Bearer|Basic|Token|bearer|basic|token)[ \t]+"
+    r"(?P<value>[A-Za-z0-9._~+/\-]{16,1024}=*)(?![A-Za-z0-9._~+/\-=])"
+)
+
+# Names whose value may be a secret: `db_password`, `clientSecret`, `X-Api-Key`, `GITHUB_TOKEN`, `STRIPE_KEY`.
+_SECRET_NAME = re.compile(
+    r"(?P<pw>passw(?:or)?d|passphrase|pwd|secret)"
+    r"|token|credential|api[_\-]?key|apikey|(?:access|private|auth|signing|encryption|master|account|service|client|db|database)[_\-]?key"
+    r"|(?P<generic>(?-i:(?<=[A-Z0-9])_KEY(?![A-Za-z])))",
+    re.I,
+)
+# Every name that can match _SECRET_NAME holds one of these, lower-cased; `str.find` locates them far faster than a regex.
+_NAME_FRAGMENTS = ("pass", "pwd", "secret", "token", "credential", "key")
+MAX_NAME = 128  # a longer run of name characters is data, not a name
+_NAME_TAIL = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
+_VALUE = re.compile(
+    r"[\"'`\]]{0,2}[ \t]*"  # the end of a quoted key or a subscript: "password": or ['password'] =
+    r"(?::[ \t]*[A-Za-z_][\w.\[\], |]*?[ \t]*(?==))?"  # a type annotation: api_key: str = ...
+    r"(?::=|=>|={1,3}|:)[ \t]*"
+    r"(?:[bBrRuU@]{0,2}(?P<q>[\"'`])(?P<quoted>[^\"'`\s\\]{1,4096})(?P=q)"  # a quoted value ...
+    r"|(?P<bare>(?:[^\s\"'`,;&()\[\]{}<>]|&(?!\w+=)){1,4096}+)(?P<after>[(\[]?))"  # ... or a bare one (env files, prose, a URL query)
+)
+# A plain `..._KEY` names something else when it is one of these: CACHE_KEY, SORT_KEY, IDEMPOTENCY_KEY.
+_NOT_SECRET_KEY_WORDS = frozenset(
+    "cache sort primary foreign partition routing idempotency lookup dedup dedupe shard row object bucket index map dict "
+    "hash group config setting settings state context env field column attr attribute metadata meta".split()
+)
+# A name ending in one of these holds something about the secret, not the secret: token_type, password_hash, secret_arn.
+_NOT_SECRET_NAME_ENDS = frozenset(
+    "type url uri endpoint path file dir name field len length count hash hashed digest prefix suffix header env var "
+    "format pattern regex label placeholder hint ttl expiry expires timeout arn version kind class id ids index param "
+    "policy prompt text message msg error title description help tokens".split()
+)
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD_SEPARATOR = re.compile(r"[_.\-]+")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _fragment_positions(text: str) -> list[int]:
+    """Where the text holds one of _NAME_FRAGMENTS, case-insensitively, in order."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two ("İ"); keep the offsets aligned
+        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    positions = []
+    for fragment in _NAME_FRAGMENTS:
+        position = lowered.find(fragment)
+        while position != -1:
+            positions.append(position)
+            position = lowered.find(fragment, position + 1)
+    return sorted(positions)
+
+
+def _secret_assignments(text: str) -> Iterator[tuple[int, int]]:
+    done = 0  # the end of the last name looked at, or of the last secret found
+    for position in _fragment_positions(text):
+        if position < done:
+            continue
+        end = done = _NAME_TAIL.match(text, position).end()
+        if (m := _VALUE.match(text, end)) is None:
+            continue
+        start = position
+        while start > 0 and end - start < MAX_NAME and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+            start -= 1
+        name = text[start:end]
+        keywords = list(_SECRET_NAME.finditer(name))
+        if not keywords:
+            continue
+        group = "quoted" if m["quoted"] is not None else "bare"
+        value = m[group]
+        if group == "bare":
+            value = value.rstrip(".:")  # sentence punctuation in prose: "the password is: hunter2X9abc."
+            if m["after"] or _DOTTED_NAME.fullmatch(value):  # a call, a subscript or an attribute: code, not a literal
+                continue
+        words = [w for w in _WORD_SEPARATOR.split(_CAMEL_BOUNDARY.sub("_", name).lower()) if w]
+        if words[-1] in _NOT_SECRET_NAME_ENDS or "public" in words or any(w.startswith("tokeniz") for w in words):
+            continue
+        if all(k["generic"] for k in keywords) and _NOT_SECRET_KEY_WORDS.intersection(words):
+            continue
+        if _looks_random(value, password=any(k["pw"] for k in keywords)):
+            done = m.start(group) + len(value)
+            yield m.start(group), done
+
+
+# Checked in this order; a later detector's match that overlaps an earlier one's is dropped, so
+# `password = "ghp_..."` counts as a github_token, not a secret_assignment. The token patterns are
+# ASCII-only (re.A), so that `\b` ends a token before "ü" or "—" as it does before a space.
+_DETECTORS: tuple[_Detector, ...] = (
+    _Detector("private_key", _PRIVATE_KEY, ("PRIVATE KEY",), accept=lambda m: _KEY_MATERIAL.search(m[0]) is not None),
+    _Detector("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}={0,2}\.eyJ[A-Za-z0-9_\-]{10,}={0,2}\.[A-Za-z0-9_\-]*=*", re.A), ("eyJ",)),
+    _Detector(
+        "aws_access_key",
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b", re.A),
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "github_token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{60,244})\b", re.A),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "slack_webhook",
+        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>T[A-Z0-9]+/[A-Z0-9]+/[A-Za-z0-9]{8,})"),
+        ("hooks.slack.com",),
+        group="path",
+        accept=lambda m: _not_placeholder(m["path"]) and "/B00000000/" not in m["path"],
+    ),
+    _Detector(
+        "slack_token",
+        re.compile(r"\b(?:xox[abposre](?:\.xox[bp])?|xapp)-[0-9]+-[A-Za-z0-9\-]{8,}", re.A),
+        ("xox", "xapp-"),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "anthropic_key",
+        re.compile(r"\bsk-ant-[a-z]+[0-9]{0,3}-[A-Za-z0-9_\-]{32,256}(?![A-Za-z0-9_\-])", re.A),
+        ("sk-ant-",),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "openai_key",
+        re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{32,256})(?![A-Za-z0-9_\-])", re.A),
+        ("sk-",),
+        accept=lambda m: _not_placeholder(m[0]) and _looks_random(m["body"], password=False),
+    ),
+    _Detector(
+        "stripe_key",
+        re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}\b", re.A),
+        ("_live_", "_test_"),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "google_api_key", re.compile(r"\bAIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])", re.A), ("AIza",), accept=_group_not_placeholder(0)
+    ),
+    _Detector("url_password", _URL_PASSWORD, ("://",), group="pw", accept=_real_url_password),
+    _Detector(
+        "auth_header",
+        _AUTH_HEADER,
+        ("uthorization",),
+        group="value",
+        accept=lambda m: _looks_random(m["value"], password=False),
+    ),
+)
+TYPES: tuple[str, ...] = (*(d.kind for d in _DETECTORS), "secret_assignment")
+
+
+def _add(spans: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
+    """Insert a span into the sorted, disjoint `spans` unless it overlaps one already there."""
+    index = bisect.bisect(spans, (start,))
+    if (index and spans[index - 1][1] > start) or (index < len(spans) and spans[index][0] < end):
+        return
+    spans.insert(index, (start, end, kind))
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret in `text` with `[REDACTED:<type>]`; text without one is returned as it is."""
+    spans: list[tuple[int, int, str]] = []
+    for detector in _DETECTORS:
+        if any(hint in text for hint in detector.hints):
+            for m in detector.pattern.finditer(text):
+                if detector.accept is None or detector.accept(m):
+                    _add(spans, *m.span(detector.group), detector.kind)
+    for start, end in _secret_assignments(text):
+        _add(spans, start, end, "secret_assignment")
+    if not spans:
+        return Redacted(text, {})
+    parts: list[str] = []
+    found: Counter[str] = Counter()
+    position = 0
+    for start, end, kind in spans:
+        parts += (text[position:start], _MARKER.format(kind))
+        found[kind] += 1
+        position = end
+    parts.append(text[position:])
+    return Redacted("".join(parts), dict(found))
