@@ -23,7 +23,6 @@ from .errors import LedgerError
 from .ledger import LedgerService
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
-LOW_DISK_BYTES = 64 * 1024 * 1024
 INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_watches")
 
 
