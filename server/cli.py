@@ -121,9 +121,12 @@ def serve(settings: Settings, transport: str) -> None:
     Example (Claude Code):
       claude mcp add ledger -- project-ledger serve --root "$PWD"
     """
-    from .mcp_app import create_server
+    import anyio
 
-    create_server(settings, Path.cwd()).run(transport)
+    from .mcp_app import create_server
+    from .stdio_transport import serve_stdio
+
+    anyio.run(serve_stdio, create_server(settings, Path.cwd()))
 
 
 @main.command()

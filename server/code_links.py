@@ -36,6 +36,8 @@ _PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b")
 def project_path(root: Path, value: str) -> str:
     """`value` as a path relative to the project root, refusing anything outside it."""
     raw = value.strip().replace("\\", "/")
+    if "\x00" in raw:
+        raise InvalidArgument(f"path {value!r} contains a NUL character; give a path inside the project root")
     candidate = Path(raw)
     if candidate.is_absolute():
         try:
@@ -45,7 +47,11 @@ def project_path(root: Path, value: str) -> str:
     parts = PurePosixPath(raw).parts
     if ".." in parts:
         raise InvalidArgument(f"path {value!r} contains '..'; give a path relative to the project root, inside it")
-    return "/".join(part for part in parts if part != ".")
+    relative = "/".join(part for part in parts if part != ".")
+    real_root = root.resolve()
+    if not (real_root / relative).resolve().is_relative_to(real_root):
+        raise InvalidArgument(f"path {value!r} leads outside the project root {root} through a symlink; paths must stay inside it")
+    return relative
 
 
 def identifier_candidates(text: str) -> list[str]:

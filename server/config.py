@@ -48,6 +48,15 @@ class Settings(BaseSettings):
         default=15.0, gt=0, le=600, description="How long a write waits for another process's write lock before it fails with an error."
     )
     max_text_bytes: int = Field(default=64 * 1024, ge=1, description="Largest memory text accepted, in UTF-8 bytes.")
+    max_k: int = Field(default=100, ge=1, le=100, description="Most results one recall may ask for (also ids per fetch).")
+    max_tags: int = Field(default=32, ge=1, description="Most tags on one memory.")
+    max_label_chars: int = Field(default=200, ge=8, description="Longest tag, session, role, file or symbol name.")
+    max_result_tokens: int = Field(
+        default=25_000,
+        ge=1_000,
+        description="Largest result any tool returns, in tokens; also the upper bound of every token_budget. "
+        "Claude Code warns above 25,000.",
+    )
     instructions_tokens: int = Field(
         default=2000, ge=100, description="Cap on the session-start pack (project_context.md + pins), in tokens."
     )

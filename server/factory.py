@@ -80,7 +80,14 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     code = (
         open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
     )
-    limits = Limits(settings.max_text_bytes, settings.instructions_tokens)
+    limits = Limits(
+        settings.max_text_bytes,
+        settings.instructions_tokens,
+        settings.max_k,
+        settings.max_tags,
+        settings.max_label_chars,
+        settings.max_result_tokens,
+    )
     return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality, gists)
 
 

@@ -60,13 +60,10 @@ from .tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
-MAX_K = 100
-MAX_TAGS = 32
 MAX_LINKS = 100  # files and symbols a memory may name
-MAX_LABEL_CHARS = 200  # tags, session, role, file and symbol names
+RESULT_ENVELOPE_TOKENS = 1_000  # room a recall result keeps under the cap for its note and other fields
 MODEL_WAIT_SECONDS = 5.0
 MIN_CONTEXT_TOKENS = 100
-MAX_CONTEXT_TOKENS = 200_000
 CONTEXT_MEMORIES = 12
 CONTEXT_SYMBOLS = 6
 CONTEXT_TURNS = 8
@@ -80,8 +77,14 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 @dataclass(frozen=True)
 class Limits:
+    """What one call may ask for or get back; each is a setting (see `config.Settings`)."""
+
     max_text_bytes: int
     instructions_tokens: int
+    max_k: int = 100
+    max_tags: int = 32
+    max_label_chars: int = 200  # tags, session, role, file and symbol names
+    max_result_tokens: int = 25_000
 
 
 @dataclass(frozen=True)
@@ -197,16 +200,17 @@ class LedgerService:
             raise InvalidArgument(f"kind={kind!r} is not one of {', '.join(KINDS)}")
         return kind
 
-    @staticmethod
-    def _labels(values: list[str], what: str, limit: int | None = None) -> list[str]:
+    def _labels(self, values: list[str], what: str, limit: int | None = None) -> list[str]:
         if limit is not None and len(values) > limit:
             raise InvalidArgument(f"{len(values)} {what} given; at most {limit} are kept per memory")
         cleaned = []
         for value in values:
             if not value.strip():
                 raise InvalidArgument(f"{what} may not contain empty strings")
-            if len(value) > MAX_LABEL_CHARS:
-                raise InvalidArgument(f"each of {what} must be at most {MAX_LABEL_CHARS} characters")
+            if len(value) > self.limits.max_label_chars:
+                raise InvalidArgument(
+                    f"each of {what} must be at most {self.limits.max_label_chars} characters (LEDGER_MAX_LABEL_CHARS)"
+                )
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
@@ -250,7 +254,7 @@ class LedgerService:
         if redacted is not None:
             text = redacted.text
         secrets = {"redacted": redacted.count, "redacted_types": redacted.found} if redacted is not None else {}
-        tags = self._labels(tags or [], "tags", MAX_TAGS)
+        tags = self._labels(tags or [], "tags", self.limits.max_tags)
         if reserved := sorted(RESERVED_TAGS.intersection(tags)):
             raise InvalidArgument(f"the tags {', '.join(reserved)} are reserved: the ledger sets them on captured memories and gists")
         session, role = self._label(session, "session"), self._label(role, "role")
@@ -454,8 +458,8 @@ class LedgerService:
 
     def _by_ids(self, ids: list[str]) -> tuple[list[RecallHit], list[str]]:
         """Memories by id, in the order given; and the ids that are unknown or forgotten."""
-        if len(ids) > MAX_K:
-            raise InvalidArgument(f"{len(ids)} ids given; fetch at most {MAX_K} at a time")
+        if len(ids) > self.limits.max_k:
+            raise InvalidArgument(f"{len(ids)} ids given; fetch at most {self.limits.max_k} at a time (LEDGER_MAX_K)")
         ids = list(dict.fromkeys(self._labels(ids, "ids")))
         found = self.journal.live(ids)
         return self._fetched([found[i] for i in ids if i in found], {}), [i for i in ids if i not in found]
@@ -491,10 +495,9 @@ class LedgerService:
         if query is None:
             raise InvalidArgument("give a query to search for, or ids of memories to fetch")
         query = self._text(query, "query")
-        if not 1 <= k <= MAX_K:
-            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {MAX_K} results")
-        if token_budget is not None and token_budget < 1:
-            raise InvalidArgument("token_budget must be a positive number of tokens")
+        if not 1 <= k <= self.limits.max_k:
+            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {self.limits.max_k} results (LEDGER_MAX_K)")
+        self._check_budget(token_budget)
         where = SearchFilter(
             kinds=[self._kind(kind) for kind in kinds] if kinds else None,
             tags=self._labels(tags, "tags") if tags else None,
@@ -509,9 +512,9 @@ class LedgerService:
             query, where, k, self._label(current_session, "current_session"), self._floor(min_relevance)
         )
         hits = self._hits(ranked)
-        kept, left_out = self._fit(self._expand(hits) if expand else hits, token_budget)
+        kept, left_out, why = self._fit(self._expand(hits) if expand else hits, token_budget)
         if left_out:
-            notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
+            notes.append(f"left out to fit {why}: {', '.join(left_out)}")
         if not kept and below:
             floor = self.ranking.floor if min_relevance is None else min_relevance
             notes.append(f"no relevant memory: {below} weaker matches fell under min_relevance={floor:g}; pass a lower one to see them")
@@ -521,34 +524,52 @@ class LedgerService:
             results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
         )
 
+    def _check_budget(self, token_budget: int | None) -> None:
+        if token_budget is not None and not 1 <= token_budget <= self.limits.max_result_tokens:
+            raise InvalidArgument(
+                f"token_budget={token_budget} is out of range: give 1 to {self.limits.max_result_tokens} "
+                "(LEDGER_MAX_RESULT_TOKENS, the largest result any tool returns)"
+            )
+
     def _recall_ids(self, ids: list[str], expand: bool, token_budget: int | None) -> RecallResult:
-        if token_budget is not None and token_budget < 1:
-            raise InvalidArgument("token_budget must be a positive number of tokens")
+        self._check_budget(token_budget)
         hits, missing = self._by_ids(ids)
         if not hits:
             raise InvalidArgument(f"no live memory has these ids: {', '.join(missing)}; they are unknown or were forgotten")
-        kept, left_out = self._fit(self._expand(hits) if expand else hits, token_budget)
+        kept, left_out, why = self._fit(self._expand(hits) if expand else hits, token_budget)
         notes = [f"not found or forgotten: {', '.join(missing)}"] if missing else []
         if left_out:
-            notes.append(f"left out to fit token_budget={token_budget}: {', '.join(left_out)}")
+            notes.append(f"left out to fit {why}: {', '.join(left_out)}")
         mode: RecallMode = "hybrid" if self.sync.embedder.state == "ready" else "bm25-only"
         return RecallResult(results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, note="; ".join(notes) or None)
 
-    def _fit(self, results: list[RecallHit], budget: int | None) -> tuple[list[RecallHit], list[str]]:
-        """Keep results in rank order while they fit; one that does not is skipped whole, never cut."""
-        if budget is None:
-            return results, []
-        kept: list[RecallHit] = []
-        used = 0
-        for hit in results:
-            cost = self.tokens.count(render_hit(hit)) + (1 if kept else 0)  # "\n\n" between items is one token
-            if used + cost <= budget:
-                kept.append(hit)
-                used += cost
-        while kept and not self.tokens.fits(render_results(kept), budget):  # the sum is an estimate: confirm
-            kept.pop()
+    def _fit(self, results: list[RecallHit], budget: int | None) -> tuple[list[RecallHit], list[str], str]:
+        """Keep results in rank order while they fit; one that does not is skipped whole, never cut.
+
+        Then, whatever the budget, stop before the result the client receives (the JSON, the larger of the
+        two renderings) would pass the cap on every tool's result. Returns what is kept, the ids left out,
+        and why they were.
+        """
+        kept, reason = results, ""
+        if budget is not None:
+            kept, used = [], 0
+            for hit in results:
+                cost = self.tokens.count(render_hit(hit)) + (1 if kept else 0)  # "\n\n" between items is one token
+                if used + cost <= budget:
+                    kept.append(hit)
+                    used += cost
+            while kept and not self.tokens.fits(render_results(kept), budget):  # the sum is an estimate: confirm
+                kept.pop()
+            reason = f"token_budget={budget}"
+        room = self.limits.max_result_tokens - RESULT_ENVELOPE_TOKENS
+        for n, hit in enumerate(kept):
+            room -= self.tokens.count(hit.model_dump_json())
+            if room < 0:
+                kept = kept[:n]
+                reason = f"the {self.limits.max_result_tokens}-token result cap (LEDGER_MAX_RESULT_TOKENS)"
+                break
         kept_ids = {hit.id for hit in kept}
-        return kept, [hit.id for hit in results if hit.id not in kept_ids]
+        return kept, [hit.id for hit in results if hit.id not in kept_ids], reason
 
     def history(self, memory_id: str) -> HistoryResult:
         chain = self.journal.history(self._label(memory_id, "id") or memory_id)
@@ -559,8 +580,11 @@ class LedgerService:
     def context(self, query: str | None = None, token_budget: int = 4000, session: str | None = None) -> ContextResult:
         """One block within `token_budget`: project context, pins, then (for a query) the memories and code
         it needs, then the session's latest turns."""
-        if not MIN_CONTEXT_TOKENS <= token_budget <= MAX_CONTEXT_TOKENS:
-            raise InvalidArgument(f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}")
+        if not MIN_CONTEXT_TOKENS <= token_budget <= self.limits.max_result_tokens:
+            raise InvalidArgument(
+                f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {self.limits.max_result_tokens} "
+                "(LEDGER_MAX_RESULT_TOKENS)"
+            )
         session = self._label(session, "session")
         pinned = self.journal.pinned()
         sections = stable_sections(self.project_context.read(), self.paths.project_context, pinned)

@@ -64,10 +64,6 @@ warnings.filterwarnings("ignore", message=".*sampling capability is deprecated.*
 MemoryId = Annotated[str, Field(description="A memory id, as returned by remember or recall.")]
 
 
-def _answer(model: BaseModel, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=model.model_dump(mode="json"))
-
-
 class LedgerTools:
     """The tools, resources and prompt, as bound methods over one service."""
 
@@ -110,6 +106,20 @@ class LedgerTools:
 
         return write, None
 
+    def _answer(self, model: BaseModel, text: str) -> CallToolResult:
+        """The result, unless it is larger than any tool may return (the service fits its own results under the
+        cap; this catches the rest, such as a very long history). A token is at least a byte, so only a result
+        longer in bytes than the cap is counted."""
+        cap = self.ledger.limits.max_result_tokens
+        structured = model.model_dump(mode="json")
+        larger = max(text, model.model_dump_json(), key=len)
+        if len(larger.encode("utf-8")) > cap and (size := self.ledger.tokens.count(larger)) > cap:
+            raise ToolError(
+                f"the result would be {size} tokens, over the {cap}-token cap on a tool result (LEDGER_MAX_RESULT_TOKENS); "
+                "ask for less: a smaller k, limit or token_budget, or one memory by id"
+            )
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
     async def _call(self, fn: Callable[..., T], *args: Any, error: type[Exception] = ToolError) -> T:
         """Run a service call off the event loop; failures become `error` (a tool or a resource error)."""
         try:
@@ -150,7 +160,7 @@ class LedgerTools:
             f"redacted before storing: {secrets}" if secrets else "",
             result.note or "",
         ]
-        return _answer(result, "; ".join([text, *filter(None, extras)]))
+        return self._answer(result, "; ".join([text, *filter(None, extras)]))
 
     async def recall(
         self,
@@ -178,7 +188,7 @@ class LedgerTools:
         )  # fmt: skip
         header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
         body = render_results(result.results) if result.results else "No relevant memory."
-        return _answer(result, f"{header}\n\n{body}")
+        return self._answer(result, f"{header}\n\n{body}")
 
     async def context(
         self,
@@ -189,28 +199,28 @@ class LedgerTools:
         """Everything relevant in one block within token_budget: project context, pins, memories and code
         for the query, recent turns. Says what was left out and how to get it."""
         result = await self._call(self.ledger.context, query, token_budget, session)
-        return _answer(result, result.text)
+        return self._answer(result, result.text)
 
     async def history(self, id: MemoryId) -> Annotated[CallToolResult, HistoryResult]:
         """A memory's supersession chain, oldest first: how a decision changed over time."""
         result = await self._call(self.ledger.history, id)
         text = "\n\n".join(render_memory(m) for m in result.chain)
-        return _answer(result, f"{len(result.chain)} versions; current: {result.current}\n\n{text}")
+        return self._answer(result, f"{len(result.chain)} versions; current: {result.current}\n\n{text}")
 
     async def pin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Pin a memory: it is shown at the start of every session."""
-        return _answer(await self._call(self.ledger.pin, id), f"pinned {id}")
+        return self._answer(await self._call(self.ledger.pin, id), f"pinned {id}")
 
     async def unpin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Unpin a memory."""
-        return _answer(await self._call(self.ledger.unpin, id), f"unpinned {id}")
+        return self._answer(await self._call(self.ledger.unpin, id), f"unpinned {id}")
 
     async def forget(self, id: MemoryId) -> Annotated[CallToolResult, ForgetResult]:
         """Erase a memory's text for good, leaving only a tombstone; what was captured from it and gists that
         quote it go too. Cannot be undone."""
         result = await self._call(self.ledger.forget, id)
         also = f"; also erased what was derived from it: {', '.join(result.also_forgotten)}" if result.also_forgotten else ""
-        return _answer(result, f"forgot {id}: its text is erased{also}")
+        return self._answer(result, f"forgot {id}: its text is erased{also}")
 
     async def summarize_session(
         self,
@@ -228,12 +238,12 @@ class LedgerTools:
             f"{result.dropped} lines dropped in validation" if result.dropped else "",
             result.note or "",
         ]
-        return _answer(result, "; ".join([header, *filter(None, extras)]) + "\n\n" + result.text)
+        return self._answer(result, "; ".join([header, *filter(None, extras)]) + "\n\n" + result.text)
 
     async def status(self) -> Annotated[CallToolResult, Status]:
         """Ledger health: counts, paths, index lag, embedding model state, version."""
         result = await self._call(self.ledger.status)
-        return _answer(result, result.model_dump_json(indent=1))
+        return self._answer(result, result.model_dump_json(indent=1))
 
     # -- code index ----------------------------------------------------------------
 
@@ -249,7 +259,7 @@ class LedgerTools:
         Tries the exact name, the exact qualified name, case-insensitive, then prefix."""
         result = await self._call(self.ledger.require_code().find_symbol, name, kind, language, path, limit)
         header = f"{len(result.symbols)} definitions ({result.matched_by})" + (f"; {result.note}" if result.note else "")
-        return _answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
+        return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
 
     async def search_code(
         self,
@@ -261,7 +271,7 @@ class LedgerTools:
         """Find code symbols by meaning and by identifier words (hybrid search). Best first."""
         result = await self._call(self.ledger.require_code().search_code, query, k, language, path)
         header = f"{len(result.results)} symbols ({result.mode})" + (f"; {result.note}" if result.note else "")
-        return _answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
+        return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
 
     async def find_references(
         self,
@@ -274,7 +284,7 @@ class LedgerTools:
         header = f"{len(result.references)} uses" + (" (more not shown)" if result.truncated else "")
         header += f"; {result.note}" if result.note else ""
         lines = [f"{r.path}:{r.line}: {r.context}" for r in result.references]
-        return _answer(result, "\n".join([header, *lines]))
+        return self._answer(result, "\n".join([header, *lines]))
 
     async def repo_map(
         self,
@@ -287,7 +297,7 @@ class LedgerTools:
         result = await self._call(self.ledger.require_code().repo_map, token_budget, list(focus))
         header = f"repo map: {result.definitions} of {result.total_definitions} definitions in {result.files} files, {result.tokens} tokens"
         header += f"; {result.note}" if result.note else ""
-        return _answer(result, f"{header}\n{result.text}")
+        return self._answer(result, f"{header}\n{result.text}")
 
     async def project_context(self) -> str:
         return await self._call(self.ledger.project_context_text, error=ResourceError)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .conftest import Project, serve
@@ -57,3 +59,44 @@ async def test_cjk_memories_are_found_by_a_cjk_query(project: Project) -> None:
         await ledger.remember("The production database runs in Frankfurt.")
         hits = await ledger.recall("東京のサーバー", k=1)
     assert hits[0]["id"] == tokyo
+
+
+async def test_paths_stay_inside_the_project_root(project: Project, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secrets.py").write_text("def leak() -> None:\n    pass\n")
+    (project.root / "vendor").symlink_to(outside)
+    async with serve(project) as ledger:
+        refusals = {
+            "..": await ledger.error("remember", text="Deploy notes.", files=["../elsewhere/secrets.py"]),
+            "absolute": await ledger.error("remember", text="Deploy notes.", files=[str(outside / "secrets.py")]),
+            "symlink": await ledger.error("remember", text="Deploy notes.", files=["vendor/secrets.py"]),
+            "code filter": await ledger.error("find_symbol", name="leak", path="../elsewhere"),
+            "code search": await ledger.error("search_code", query="leak", path="vendor"),
+        }
+        assert "contains '..'" in refusals[".."] and "contains '..'" in refusals["code filter"]
+        assert "outside the project root" in refusals["absolute"]
+        assert "through a symlink" in refusals["symlink"] and "through a symlink" in refusals["code search"]
+        assert all("inside" in text for text in refusals.values()), refusals
+        assert (await ledger.call("status"))["counts"] == {}
+
+
+async def test_limits_are_settings_and_no_result_passes_the_cap(project: Project) -> None:
+    project.env.update(
+        {"LEDGER_MAX_TAGS": "2", "LEDGER_MAX_LABEL_CHARS": "12", "LEDGER_MAX_K": "10", "LEDGER_MAX_RESULT_TOKENS": "2000"}
+    )
+    paragraph = " ".join(f"Region {n} keeps its invoices in bucket invoices-{n} with a 90-day lifecycle rule." for n in range(12))
+    async with serve(project) as ledger:
+        assert "at most 2" in await ledger.error("remember", text="x", tags=["a", "b", "c"])
+        assert "LEDGER_MAX_LABEL_CHARS" in await ledger.error("remember", text="x", tags=["thirteen-char"])
+        assert "LEDGER_MAX_K" in await ledger.error("recall", query="invoices", k=11)
+        assert "LEDGER_MAX_RESULT_TOKENS" in await ledger.error("recall", query="invoices", token_budget=2001)
+        assert "LEDGER_MAX_RESULT_TOKENS" in await ledger.error("context", query="invoices", token_budget=2001)
+
+        previous = None
+        for version in range(8):
+            previous = await ledger.remember(f"Version {version}: {paragraph}", kind="decision", supersedes=previous)
+        result = await ledger.call("recall", query="invoice buckets lifecycle", k=10, include_superseded=True, min_relevance=0)
+        assert 0 < len(result["results"]) < 8 and "2000-token result cap" in result["note"]
+        assert "over the 2000-token cap" in await ledger.error("history", id=previous)
+        assert (await ledger.call("context", query="invoices", token_budget=2000))["tokens"] <= 2000
