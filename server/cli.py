@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
-from .config import Settings
+from .config import Settings, comma_list
 from .errors import LedgerError
 from .ledger import LedgerService, render_results
 
@@ -111,22 +111,41 @@ def main(verbose: int) -> None:
 
 
 @main.command()
-@click.option("--transport", type=click.Choice(["stdio"]), default="stdio", show_default=True)
+@click.option(
+    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="http: streamable HTTP at /mcp."
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
 @project_options
 @ledger_errors
-def serve(settings: Settings, transport: str) -> None:
-    """Run the MCP server (stdio). Clients start this command themselves.
+def serve(settings: Settings, transport: str, host: str, port: int) -> None:
+    """Run the MCP server. Clients start the stdio one themselves; the HTTP one serves a team.
 
     \b
-    Example (Claude Code):
+    Examples:
       claude mcp add ledger -- project-ledger serve --root "$PWD"
+      LEDGER_AUTH_TOKEN=$(openssl rand -hex 32) project-ledger serve --transport http --host 0.0.0.0 --port 8765
     """
     import anyio
 
     from .mcp_app import create_server
-    from .stdio_transport import serve_stdio
 
-    anyio.run(serve_stdio, create_server(settings, Path.cwd()))
+    if transport == "stdio":
+        from .stdio_transport import serve_stdio
+
+        anyio.run(serve_stdio, create_server(settings, Path.cwd()))
+        return
+    from .http_transport import check_token, serve_http
+
+    try:
+        token = settings.http_token()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    check_token(host, token)
+    app = create_server(settings, Path.cwd())
+    click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
+    hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
+    anyio.run(serve_http, app, host, port, token, hosts, origins)
 
 
 @main.command()

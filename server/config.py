@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DATA_DIR_NAME = ".ledger"
@@ -102,6 +102,15 @@ class Settings(BaseSettings):
         "and `context` shows fewer of its raw recent turns.",
     )
 
+    auth_token: SecretStr | None = Field(
+        default=None, description="Bearer token the HTTP transport requires (mandatory off loopback)."
+    )
+    auth_token_file: Path | None = Field(default=None, description="A file holding the token, instead of LEDGER_AUTH_TOKEN.")
+    http_allowed_hosts: str = Field(
+        default="", description="Extra Host header values the HTTP transport accepts, comma-separated (e.g. ledger.internal:8765)."
+    )
+    http_allowed_origins: str = Field(default="", description="Extra Origin header values the HTTP transport accepts, comma-separated.")
+
     code_index: bool = Field(default=True, description="Index the project's source code (symbols and references).")
     watch: bool = Field(default=True, description="Keep the code index current with a file watcher while serving.")
     code_max_file_bytes: int = Field(default=1024 * 1024, ge=1, description="Larger source files are skipped.")
@@ -114,6 +123,25 @@ class Settings(BaseSettings):
         if self.qdrant_url and self.qdrant_path:
             raise ValueError("set either QDRANT_URL (a server) or LEDGER_QDRANT_PATH (local mode), not both")
         return self
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> Settings:
+        if self.auth_token and self.auth_token_file:
+            raise ValueError("set either LEDGER_AUTH_TOKEN or LEDGER_AUTH_TOKEN_FILE, not both")
+        return self
+
+    def http_token(self) -> str | None:
+        """The HTTP transport's token, from the setting or the file (read now, surrounding whitespace dropped)."""
+        if self.auth_token_file is not None:
+            try:
+                return self.auth_token_file.read_text().strip() or None
+            except OSError as exc:
+                raise ValueError(f"cannot read LEDGER_AUTH_TOKEN_FILE {self.auth_token_file}: {exc.strerror}") from None
+        return self.auth_token.get_secret_value() if self.auth_token else None
+
+
+def comma_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 @dataclass(frozen=True)
