@@ -13,7 +13,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"server": "project_ledger", "indexers": "project_ledger.indexers"}
-EDGES = {"project_ledger.cli", "project_ledger.mcp_app", "project_ledger.__main__"}
+EDGES = {
+    "project_ledger.cli",
+    "project_ledger.mcp_app",
+    "project_ledger.stdio_transport",
+    "project_ledger.http_transport",
+    "project_ledger.__main__",
+}
 BELOW_THE_SERVICE = {"project_ledger.journal", "project_ledger.index_sync", "project_ledger.compaction"}
 
 

@@ -52,7 +52,7 @@ async def stream_until_killed(ledger: Ledger, pid: int, pending: list[str], acke
 
     async def killer() -> None:
         nonlocal killed_mid_call
-        await anyio.sleep(rng.uniform(0.05, 1.5))
+        await anyio.sleep(rng.uniform(0.02, 0.8))
         killed_mid_call = bool(in_flight)
         os.kill(pid, signal.SIGKILL)
 
