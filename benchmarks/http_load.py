@@ -4,7 +4,7 @@
     python benchmarks/http_load.py --write    # also updates the README
 
 One `project-ledger serve --transport http` process on loopback, with a bearer
-token, on a ledger holding the 50 memories of the recall corpus (embedded before
+token, on a ledger holding the memories of the recall corpus (all embedded before
 timing starts). Each client opens its own MCP session and makes CALLS calls,
 alternating `remember` (a new fact) and `recall` (a corpus query, hybrid). The
 table gives calls per second over the whole run (wall clock, first call to last

@@ -562,8 +562,11 @@ class LedgerService:
                 kept.pop()
             reason = f"token_budget={budget}"
         room = self.limits.max_result_tokens - RESULT_ENVELOPE_TOKENS
-        for n, hit in enumerate(kept):
-            room -= self.tokens.count(hit.model_dump_json())
+        encoded = [hit.model_dump_json() for hit in kept]
+        if sum(len(text.encode("utf-8")) for text in encoded) <= room:  # a token is at least a byte: no need to count
+            encoded = []
+        for n, text in enumerate(encoded):
+            room -= self.tokens.count(text)
             if room < 0:
                 kept = kept[:n]
                 reason = f"the {self.limits.max_result_tokens}-token result cap (LEDGER_MAX_RESULT_TOKENS)"
