@@ -40,6 +40,7 @@ from .errors import LedgerError
 from .factory import open_ledger
 from .gist_sampling import SamplingFailed, Writer
 from .ledger import LedgerService, render_results, version
+from .ledger_handle import LedgerHandle
 from .models import (
     Ack,
     ContextResult,
@@ -67,10 +68,18 @@ MemoryId = Annotated[str, Field(description="A memory id, as returned by remembe
 class LedgerTools:
     """The tools, resources and prompt, as bound methods over one service."""
 
-    def __init__(self, ledger: LedgerService, sampling: bool, sampling_timeout: float) -> None:
-        self.ledger = ledger
+    def __init__(self, handle: LedgerHandle, sampling: bool, sampling_timeout: float) -> None:
+        self.handle = handle
         self.sampling = sampling
         self.sampling_timeout = sampling_timeout
+
+    @property
+    def ledger(self) -> LedgerService:
+        """The service; while it cannot be opened, a tool error that says why."""
+        try:
+            return self.handle.get()
+        except LedgerError as exc:
+            raise ToolError(str(exc)) from exc
 
     def _writer(self, ctx: Context) -> tuple[Writer | None, str | None]:
         """A gist writer that asks the client's model (sampling), or None and the reason there is none.
@@ -311,21 +320,30 @@ class LedgerTools:
 
 
 def create_server(settings: Settings, cwd: Path) -> MCPServer:
-    """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan."""
-    ledger = open_ledger(settings, cwd)
-    tools = LedgerTools(ledger, settings.sampling, settings.sampling_timeout_seconds)
+    """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
+
+    If the journal cannot be opened (a read-only or damaged data directory), the server still starts: its
+    instructions and every call say why, and each call tries again.
+    """
+    handle = LedgerHandle(lambda: open_ledger(settings, cwd))
+    tools = LedgerTools(handle, settings.sampling, settings.sampling_timeout_seconds)
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer) -> AsyncIterator[LedgerService]:
-        ledger.start()
+    async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
+        handle.start()
         try:
-            yield ledger
+            yield handle
         finally:
-            await anyio.to_thread.run_sync(ledger.close)
+            await anyio.to_thread.run_sync(handle.close)
 
+    if handle.error is None:
+        instructions = tools.ledger.session_start().text
+    else:
+        instructions = f"project-ledger cannot open this project's data: {handle.error} Every tool says so until it is fixed."
+        log.error("%s", instructions)
     app = MCPServer(
         "project-ledger",
-        instructions=ledger.session_start().text,
+        instructions=instructions,
         version=version(),
         lifespan=lifespan,
     )
@@ -338,7 +356,7 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
     app.add_tool(tools.forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
     app.add_tool(tools.summarize_session, annotations=ToolAnnotations(destructive_hint=False))
     app.add_tool(tools.status, annotations=ToolAnnotations(read_only_hint=True))
-    if ledger.code is not None:
+    if settings.code_index:
         for tool in (tools.find_symbol, tools.search_code, tools.find_references, tools.repo_map):
             app.add_tool(tool, annotations=ToolAnnotations(read_only_hint=True))
     app.resource(

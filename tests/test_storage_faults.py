@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from .conftest import Ledger, Project, run_cli, serve
@@ -76,21 +77,31 @@ async def test_a_full_disk_refuses_writes_clearly_and_recovers_when_space_is_fre
         assert (await ledger.recall("written once space was freed"))[0]["text"] == "Written once space was freed."
 
 
-async def test_a_read_only_data_directory_is_named_as_the_cause_and_nothing_is_lost(project: Project, small_disk: Path) -> None:
-    """A filesystem with a file open for writing cannot be remounted read-only, so the disk turns read-only between runs."""
+async def test_a_read_only_data_directory_is_named_as_the_cause_and_the_server_recovers_when_it_clears(
+    project: Project, small_disk: Path
+) -> None:
+    """A filesystem with a file open for writing cannot be remounted read-only, so the disk turns read-only
+    between runs; the server then starts on it, says why nothing works, and picks up once it is writable."""
     project.env["LEDGER_DATA_DIR"] = str(small_disk / "ledger")
     async with serve(project) as ledger:
         kept = {await ledger.remember("Release branches are cut on Thursdays."): "Release branches are cut on Thursdays."}
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     try:
         assert "the data directory is read-only" in cli_failure(project, "remember", "From the CLI, read-only.")
-        assert "the data directory is read-only" in cli_failure(project, "serve")
+        async with serve(project) as ledger:
+            assert ledger.instructions and "the data directory is read-only" in ledger.instructions
+            for tool, arguments in (("remember", {"text": "Arrived while read-only."}), ("recall", {"query": "release"}), ("status", {})):
+                assert "the data directory is read-only" in await ledger.error(tool, **arguments)
+            subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+            await anyio.sleep(3.1)  # the opening is retried at most every 3 s
+            await all_found(ledger, kept)
+            kept[await ledger.remember("Written after the remount.")] = "Written after the remount."
+            await ledger.settled()
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     async with serve(project) as ledger:
         await all_found(ledger, kept)
-        kept[await ledger.remember("Written after the remount.")] = "Written after the remount."
-        await all_found(ledger, kept)
+        assert (await ledger.recall("written after the remount"))[0]["text"] == "Written after the remount."
 
 
 async def test_a_journal_locked_by_another_process_gives_a_clear_error_and_writes_resume(project: Project) -> None:
