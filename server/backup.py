@@ -16,7 +16,7 @@ from typing import Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidArgument
-from .models import Kind
+from .models import Kind, Memory
 
 FORMAT = "project-ledger-export"
 VERSION = 1
@@ -49,26 +49,15 @@ class ExportedSource(BaseModel):
     relation: Literal["captured", "cites", "covers"]
 
 
-class ExportedMemory(BaseModel):
-    """One memory as exported; a tombstone has `deleted_at` and an empty text."""
+class ExportedMemory(Memory):
+    """One memory as exported: every journal column (`Memory`), its code links and its sources; a tombstone has
+    `deleted_at` and an empty text. Unknown keys are refused, so an edited or foreign line imports nothing."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=64)
     kind: Kind
-    text: str
-    tags: list[str]
-    session: str | None
-    role: str | None
-    files: list[str]
-    symbols: list[str]
-    created_at: str
-    updated_at: str
-    pinned: bool
-    superseded_by: str | None
-    deleted_at: str | None
-    access_count: int = Field(ge=0)
-    last_accessed_at: str | None
+    access_count: int = Field(default=0, ge=0)
     links: list[ExportedLink]
     sources: list[ExportedSource]
 

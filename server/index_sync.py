@@ -114,7 +114,7 @@ class IndexSync:
         self._forgets_seen = -1
         self._forgets_changed_at = 0.0
         self.events: list[str] = []
-        self.paused: str | None = None  # why background writes wait for the disk, while they do
+        self._paused = False  # background writes are waiting for the disk
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -177,28 +177,25 @@ class IndexSync:
                     last_open_attempt = time.monotonic()
                     self._open()
             else:
+                waiting: str | None = None
                 for step in (self._embed_backlog, self.catch_up, self._tend_compaction, self._journal.purge_wal):
                     try:
                         step()
                     except (DiskNearlyFull, StorageError) as exc:  # a full or read-only disk: wait, quietly
-                        self._pause(str(exc))
+                        waiting = str(exc)
                     except Exception:  # one failing step must not starve the others
                         log.exception("background step %s failed; retrying", getattr(step, "__name__", step))
-                    else:
-                        if step == self.catch_up:
-                            self._pause(None)
+                self._pause(waiting)
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
 
     def _pause(self, reason: str | None) -> None:
-        """Record (once) that background writes wait for the disk, or that they resumed."""
-        if reason is not None and self.paused is None:
-            self.events.append(f"background writes paused: {reason}")
-            log.warning(self.events[-1])
-        elif reason is None and self.paused is not None:
-            self.events.append("background writes resumed")
-            log.warning(self.events[-1])
-        self.paused = reason
+        """Record when background writes start waiting for the disk (`reason`), and when a whole round succeeds again."""
+        if (reason is not None) == self._paused:
+            return
+        self._paused = reason is not None
+        self.events.append(f"background writes paused: {reason}" if reason is not None else "background writes resumed")
+        log.warning(self.events[-1])
 
     def _embed_backlog(self) -> None:
         while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):
