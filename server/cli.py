@@ -8,25 +8,18 @@ per-process index slots make that safe. Data goes to stdout, logs to stderr;
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
-from pydantic import ValidationError
 
+from .cli_support import LedgerGroup, ledger_errors, opened, project_options
 from .config import Settings, comma_list
-from .errors import LedgerError
-from .ledger import LedgerService, render_results
-
-F = TypeVar("F", bound=Callable[..., Any])
+from .ledger import render_results
 
 EXAMPLES = """
 \b
@@ -43,70 +36,15 @@ Examples:
 """
 
 
-def project_options(fn: F) -> F:
-    """`--root` and `--data-dir` on every command; the command receives the built `settings` instead."""
-
-    @click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Project root (default: git top-level).")
-    @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
-    @functools.wraps(fn)
-    def wrapper(*args: Any, root: Path | None, data_dir: Path | None, **kwargs: Any) -> Any:
-        overrides = {key: value for key, value in {"root": root, "data_dir": data_dir}.items() if value is not None}
-        try:
-            settings = Settings(**overrides)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"]) or "settings"
-            raise click.ClickException(f"invalid configuration: {where} (LEDGER_{where.upper()}): {error['msg']}") from None
-        return fn(*args, settings=settings, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def ledger_errors(fn: F) -> F:
-    """Ledger errors become one readable line and exit code 1, not a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except LedgerError as exc:
-            raise click.ClickException(str(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-@contextmanager
-def opened(settings: Settings, index: bool = False, model: bool = False, code_search: bool = False) -> Iterator[LedgerService]:
-    """The service over this project's data.
-
-    With `index`, this process's index slot is opened and caught up. With
-    `model`, the model is loaded and memories without a vector are embedded
-    first, as a server would have done, so that a CLI recall is hybrid. With
-    `code_search`, the symbol search index is opened too.
-    """
-    from .factory import open_ledger
-
-    ledger = open_ledger(settings, Path.cwd())
-    try:
-        if index:
-            ledger.sync.open_now()
-            ledger.sync.index()  # raises, with the reason, if it could not open
-        if model and ledger.sync.embedder.load():
-            while ledger.sync.embed_missing(256):
-                pass
-        if code_search and ledger.code is not None:
-            ledger.code.search.open_now()
-        yield ledger
-    finally:
-        ledger.close()
-
-
-@click.group(epilog=EXAMPLES)
+@click.group(cls=LedgerGroup, epilog=EXAMPLES)
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+@click.option("--debug", is_flag=True, help="Show the full traceback of an unexpected error (and debug logging).")
 @click.version_option(package_name="project-ledger")
-def main(verbose: int) -> None:
+@click.pass_context
+def main(ctx: click.Context, verbose: int, debug: bool) -> None:
     """A persistent, per-project memory for coding agents, served over MCP."""
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    ctx.obj = {"debug": debug}
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][2 if debug else min(verbose, 2)]
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 

@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"server": "project_ledger", "indexers": "project_ledger.indexers"}
 EDGES = {
     "project_ledger.cli",
+    "project_ledger.cli_support",
+    "project_ledger.cli_setup",
+    "project_ledger.cli_migrate",
+    "project_ledger.client_config",
+    "project_ledger.inspector",
     "project_ledger.mcp_app",
     "project_ledger.stdio_transport",
     "project_ledger.http_transport",
