@@ -12,9 +12,8 @@ import logging
 import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
@@ -25,6 +24,7 @@ from mcp_types import (
     CallToolResult,
     ClientCapabilities,
     CreateMessageResult,
+    NotificationParams,
     SamplingCapability,
     SamplingMessage,
     TextContent,
@@ -41,6 +41,7 @@ from .factory import open_ledger
 from .gist_sampling import SamplingFailed, Writer
 from .ledger import LedgerService, render_results, version
 from .ledger_handle import LedgerHandle
+from .mcp_roots import ClientRoots
 from .models import (
     Ack,
     ContextResult,
@@ -56,6 +57,7 @@ from .models import (
     SearchCodeResult,
     Status,
 )
+from .project_root import RootChoice, from_working_directory
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -68,8 +70,9 @@ MemoryId = Annotated[str, Field(description="A memory id, as returned by remembe
 class LedgerTools:
     """The tools, resources and prompt, as bound methods over one service."""
 
-    def __init__(self, handle: LedgerHandle, sampling: bool, sampling_timeout: float) -> None:
+    def __init__(self, handle: LedgerHandle, roots: ClientRoots, sampling: bool, sampling_timeout: float) -> None:
         self.handle = handle
+        self.roots = roots
         self.sampling = sampling
         self.sampling_timeout = sampling_timeout
 
@@ -129,14 +132,17 @@ class LedgerTools:
             )
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
-    async def _call(self, fn: Callable[..., T], *args: Any, error: type[Exception] = ToolError) -> T:
-        """Run a service call off the event loop; failures become `error` (a tool or a resource error)."""
+    async def _call(self, fn: Callable[[LedgerService], T], error: type[Exception] = ToolError) -> T:
+        """Run `fn` on the service off the event loop, once the project root is settled; failures become `error`
+        (a tool or a resource error)."""
+        await self.roots.settled()
         try:
-            return await anyio.to_thread.run_sync(partial(fn, *args))
+            ledger = self.handle.get()
+            return await anyio.to_thread.run_sync(fn, ledger)
         except LedgerError as exc:
             raise error(str(exc)) from exc
         except Exception as exc:
-            log.exception("unexpected failure in %s", getattr(fn, "__name__", fn))
+            log.exception("unexpected failure in a ledger call")
             raise error(f"internal error ({type(exc).__name__}); nothing stored was lost. Details are in the server log.") from exc
 
     async def remember(
@@ -153,7 +159,7 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store a memory in the project's ledger. It survives restarts and comes back through recall."""
         result = await self._call(
-            self.ledger.remember, text, kind, tags, session, role, files, symbols, pinned, supersedes
+            lambda ledger: ledger.remember(text, kind, tags, session, role, files, symbols, pinned, supersedes)
         )
         if result.created:
             text = f"remembered as {result.id}"
@@ -191,10 +197,10 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, RecallResult]:
         """Search the project's memories (hybrid: meaning plus exact words), or fetch them by id. Best matches
         first; nothing under the relevance floor. Stale results say which code changed since they were stored."""
-        result = await self._call(
-            self.ledger.recall, query, k, list(kinds) if kinds else None, tags, session, since, until, include_superseded,
+        result = await self._call(lambda ledger: ledger.recall(
+            query, k, list(kinds) if kinds else None, tags, session, since, until, include_superseded,
             token_budget, current_session, min_relevance, expand, ids,
-        )  # fmt: skip
+        ))  # fmt: skip
         header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
         body = render_results(result.results) if result.results else "No relevant memory."
         return self._answer(result, f"{header}\n\n{body}")
@@ -207,27 +213,27 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, ContextResult]:
         """Everything relevant in one block within token_budget: project context, pins, memories and code
         for the query, recent turns. Says what was left out and how to get it."""
-        result = await self._call(self.ledger.context, query, token_budget, session)
+        result = await self._call(lambda ledger: ledger.context(query, token_budget, session))
         return self._answer(result, result.text)
 
     async def history(self, id: MemoryId) -> Annotated[CallToolResult, HistoryResult]:
         """A memory's supersession chain, oldest first: how a decision changed over time."""
-        result = await self._call(self.ledger.history, id)
+        result = await self._call(lambda ledger: ledger.history(id))
         text = "\n\n".join(render_memory(m) for m in result.chain)
         return self._answer(result, f"{len(result.chain)} versions; current: {result.current}\n\n{text}")
 
     async def pin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Pin a memory: it is shown at the start of every session."""
-        return self._answer(await self._call(self.ledger.pin, id), f"pinned {id}")
+        return self._answer(await self._call(lambda ledger: ledger.pin(id)), f"pinned {id}")
 
     async def unpin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Unpin a memory."""
-        return self._answer(await self._call(self.ledger.unpin, id), f"unpinned {id}")
+        return self._answer(await self._call(lambda ledger: ledger.unpin(id)), f"unpinned {id}")
 
     async def forget(self, id: MemoryId) -> Annotated[CallToolResult, ForgetResult]:
         """Erase a memory's text for good, leaving only a tombstone; what was captured from it and gists that
         quote it go too. Cannot be undone."""
-        result = await self._call(self.ledger.forget, id)
+        result = await self._call(lambda ledger: ledger.forget(id))
         also = f"; also erased what was derived from it: {', '.join(result.also_forgotten)}" if result.also_forgotten else ""
         return self._answer(result, f"forgot {id}: its text is erased{also}")
 
@@ -240,7 +246,7 @@ class LedgerTools:
         """Write or roll forward a session's gist: current decisions, definitions, constraints, open questions
         and todos, each line citing the memories it came from. Uses your model (sampling) when offered."""
         writer, why_not = self._writer(ctx)
-        result = await self._call(self.ledger.summarize_session, session, max_tokens, writer, why_not)
+        result = await self._call(lambda ledger: ledger.summarize_session(session, max_tokens, writer, why_not))
         header = f"gist {result.id} of session {session} ({result.method}, {result.bullets} lines, {result.tokens} tokens)"
         extras = [
             "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "",
@@ -251,7 +257,8 @@ class LedgerTools:
 
     async def status(self) -> Annotated[CallToolResult, Status]:
         """Ledger health: counts, paths, index lag, embedding model state, version."""
-        result = await self._call(self.ledger.status)
+        result = await self._call(lambda ledger: ledger.status())
+        result = result.model_copy(update={"root_source": self.roots.source, "root_note": self.roots.note})
         return self._answer(result, result.model_dump_json(indent=1))
 
     # -- code index ----------------------------------------------------------------
@@ -266,7 +273,7 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, FindSymbolResult]:
         """Where a function, class, method or constant is defined: file, lines, signature and docstring.
         Tries the exact name, the exact qualified name, case-insensitive, then prefix."""
-        result = await self._call(self.ledger.require_code().find_symbol, name, kind, language, path, limit)
+        result = await self._call(lambda ledger: ledger.require_code().find_symbol(name, kind, language, path, limit))
         header = f"{len(result.symbols)} definitions ({result.matched_by})" + (f"; {result.note}" if result.note else "")
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
 
@@ -278,7 +285,7 @@ class LedgerTools:
         path: Annotated[str | None, Field(description="Only under this file or directory.")] = None,
     ) -> Annotated[CallToolResult, SearchCodeResult]:
         """Find code symbols by meaning and by identifier words (hybrid search). Best first."""
-        result = await self._call(self.ledger.require_code().search_code, query, k, language, path)
+        result = await self._call(lambda ledger: ledger.require_code().search_code(query, k, language, path))
         header = f"{len(result.results)} symbols ({result.mode})" + (f"; {result.note}" if result.note else "")
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
 
@@ -289,7 +296,7 @@ class LedgerTools:
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
     ) -> Annotated[CallToolResult, ReferencesResult]:
         """Where a name is used (calls, type uses, imports), with the line of code."""
-        result = await self._call(self.ledger.require_code().find_references, name, path, limit)
+        result = await self._call(lambda ledger: ledger.require_code().find_references(name, path, limit))
         header = f"{len(result.references)} uses" + (" (more not shown)" if result.truncated else "")
         header += f"; {result.note}" if result.note else ""
         lines = [f"{r.path}:{r.line}: {r.context}" for r in result.references]
@@ -303,65 +310,101 @@ class LedgerTools:
         ] = [],  # noqa: B006 - the schema default the clients see; never mutated
     ) -> Annotated[CallToolResult, RepoMapResult]:
         """An outline of the repository's most important files and definitions, within a token budget."""
-        result = await self._call(self.ledger.require_code().repo_map, token_budget, list(focus))
+        result = await self._call(lambda ledger: ledger.require_code().repo_map(token_budget, list(focus)))
         header = f"repo map: {result.definitions} of {result.total_definitions} definitions in {result.files} files, {result.tokens} tokens"
         header += f"; {result.note}" if result.note else ""
         return self._answer(result, f"{header}\n{result.text}")
 
     async def project_context(self) -> str:
-        return await self._call(self.ledger.project_context_text, error=ResourceError)
+        return await self._call(lambda ledger: ledger.project_context_text(), error=ResourceError)
 
     async def pinned_memories(self) -> str:
-        return await self._call(self.ledger.pinned_text, error=ResourceError)
+        return await self._call(lambda ledger: ledger.pinned_text(), error=ResourceError)
 
     async def session_start(self) -> str:
         """Project context and pinned memories: what to know before working on this project (the `context` pack without a query)."""
-        return (await self._call(self.ledger.session_start)).text
+        return (await self._call(lambda ledger: ledger.session_start())).text
 
 
 def create_server(settings: Settings, cwd: Path) -> MCPServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
 
     If the journal cannot be opened (a read-only or damaged data directory), the server still starts: its
-    instructions and every call say why, and each call tries again.
+    instructions and every call say why, and each call tries again. Without `--root`, the project is the client's
+    workspace (MCP roots) when it offers one, else the working directory's project, never the home directory or `/`.
     """
-    handle = LedgerHandle(lambda: open_ledger(settings, cwd))
-    tools = LedgerTools(handle, settings.sampling, settings.sampling_timeout_seconds)
+    explicit = settings.root is not None
+    choice = RootChoice(settings.root, "--root") if explicit else from_working_directory(cwd)
+    handle = LedgerHandle(lambda root: open_ledger(settings.model_copy(update={"root": root}), cwd), choice.root, choice.reason)
+    roots = ClientRoots(handle, choice.source, follow=not explicit)
+    tools = LedgerTools(handle, roots, settings.sampling, settings.sampling_timeout_seconds)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
         handle.start()
         try:
-            yield handle
+            async with roots.running():
+                yield handle
         finally:
             await anyio.to_thread.run_sync(handle.close)
 
-    if handle.error is None:
-        instructions = tools.ledger.session_start().text
-    else:
-        instructions = f"project-ledger cannot open this project's data: {handle.error} Every tool says so until it is fixed."
-        log.error("%s", instructions)
     app = MCPServer(
         "project-ledger",
-        instructions=instructions,
+        title="Project Ledger",
+        description="A persistent, per-project memory for coding agents: decisions, notes, code symbols and project context, "
+        "recalled within a token budget.",
+        instructions=instructions(tools, handle, explicit),
         version=version(),
         lifespan=lifespan,
     )
-    app.add_tool(tools.remember, annotations=ToolAnnotations(destructive_hint=False))
-    app.add_tool(tools.recall, annotations=ToolAnnotations(read_only_hint=True))
-    app.add_tool(tools.context, annotations=ToolAnnotations(read_only_hint=True))
-    app.add_tool(tools.history, annotations=ToolAnnotations(read_only_hint=True))
-    app.add_tool(tools.pin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
-    app.add_tool(tools.unpin, annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
-    app.add_tool(tools.forget, annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-    app.add_tool(tools.summarize_session, annotations=ToolAnnotations(destructive_hint=False))
-    app.add_tool(tools.status, annotations=ToolAnnotations(read_only_hint=True))
-    if settings.code_index:
-        for tool in (tools.find_symbol, tools.search_code, tools.find_references, tools.repo_map):
-            app.add_tool(tool, annotations=ToolAnnotations(read_only_hint=True))
-    app.resource(
-        "ledger://project-context", name="project-context", description="project_context.md as it is now", mime_type="text/markdown"
-    )(tools.project_context)
-    app.resource("ledger://pinned", name="pinned", description="Pinned memories", mime_type="text/markdown")(tools.pinned_memories)
-    app.prompt("session_start")(tools.session_start)
+    lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
+    lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)
+    lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
+    register(app, tools, settings.code_index)
     return app
+
+
+def instructions(tools: LedgerTools, handle: LedgerHandle, explicit_root: bool) -> str:
+    """The session-start pack, or what is wrong and what to do about it."""
+    if handle.error is None:
+        return tools.ledger.session_start().text
+    if handle.root is None and not explicit_root:
+        text = (
+            f"project-ledger has {handle.error} It will serve your workspace's project if your client shares its roots "
+            "(MCP roots); if it does not, start the server with --root <project directory>. Nothing is stored until then; "
+            "once a project is served, the session_start prompt and the context tool give its context."
+        )
+    else:
+        text = f"project-ledger cannot open this project's data: {handle.error} Every tool says so until it is fixed."
+    log.error("%s", text)
+    return text
+
+
+def register(app: MCPServer, tools: LedgerTools, code_index: bool) -> None:
+    """The tools, with titles and behaviour hints for clients' approval prompts; the resources; the prompt."""
+    read_only = ToolAnnotations(read_only_hint=True)
+    app.add_tool(tools.remember, title="Remember", annotations=ToolAnnotations(destructive_hint=False))
+    app.add_tool(tools.recall, title="Recall memories", annotations=read_only)
+    app.add_tool(tools.context, title="Context pack", annotations=read_only)
+    app.add_tool(tools.history, title="Memory history", annotations=read_only)
+    app.add_tool(tools.pin, title="Pin a memory", annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+    app.add_tool(tools.unpin, title="Unpin a memory", annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+    app.add_tool(tools.forget, title="Forget a memory", annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+    app.add_tool(tools.summarize_session, title="Summarize a session", annotations=ToolAnnotations(destructive_hint=False))
+    app.add_tool(tools.status, title="Ledger status", annotations=read_only)
+    if code_index:
+        app.add_tool(tools.find_symbol, title="Find a symbol's definition", annotations=read_only)
+        app.add_tool(tools.search_code, title="Search code", annotations=read_only)
+        app.add_tool(tools.find_references, title="Find references", annotations=read_only)
+        app.add_tool(tools.repo_map, title="Repository map", annotations=read_only)
+    app.resource(
+        "ledger://project-context",
+        name="project-context",
+        title="Project context",
+        description="project_context.md as it is now",
+        mime_type="text/markdown",
+    )(tools.project_context)
+    app.resource("ledger://pinned", name="pinned", title="Pinned memories", description="Pinned memories", mime_type="text/markdown")(
+        tools.pinned_memories
+    )
+    app.prompt("session_start", title="Session start")(tools.session_start)

@@ -164,6 +164,10 @@ class IndexStatus(Record):
 class Status(Record):
     version: str
     root: str
+    root_source: str | None = Field(
+        default=None, description="Where the root came from: --root, client roots or working directory (servers only)."
+    )
+    root_note: str | None = Field(default=None, description="Why the client's roots were not followed, if they were not.")
     data_dir: str
     journal: str
     counts: dict[str, int] = Field(description="Live memories by kind (superseded ones not counted).")

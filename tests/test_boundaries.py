@@ -21,6 +21,7 @@ EDGES = {
     "project_ledger.client_config",
     "project_ledger.inspector",
     "project_ledger.mcp_app",
+    "project_ledger.mcp_roots",
     "project_ledger.stdio_transport",
     "project_ledger.http_transport",
     "project_ledger.__main__",

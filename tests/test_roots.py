@@ -1,0 +1,118 @@
+"""Which project a server started without `--root` serves: the client's workspace (MCP roots), else the
+working directory's project, and never the home directory or the filesystem's root.
+
+VS Code, Claude Code and others share their workspace folders as MCP roots;
+Claude Desktop starts servers anywhere and shares none, which is why
+`config claude-desktop` writes `--root`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import ListRootsResult, Root
+
+from .conftest import EXECUTABLE, Ledger
+
+pytestmark = pytest.mark.anyio
+
+
+class Workspace:
+    """The roots a client shares; tests change them as a user opening another folder would."""
+
+    def __init__(self, *folders: Path) -> None:
+        self.folders = list(folders)
+
+    async def list_roots(self, _: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=folder.as_uri(), name=folder.name) for folder in self.folders])
+
+
+@asynccontextmanager
+async def serve_in(cwd: Path, home: Path, workspace: Workspace | None = None) -> AsyncIterator[Ledger]:
+    """`project-ledger serve` with no --root, started in `cwd`, as a client that does (or does not) share roots."""
+    params = StdioServerParameters(command=EXECUTABLE, args=["serve"], env={"HOME": str(home)}, cwd=str(cwd))
+    options: dict[str, Any] = {"list_roots_callback": workspace.list_roots} if workspace else {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
+        init = await session.initialize()
+        yield Ledger(session, init.instructions)
+
+
+def git_project(path: Path) -> Path:
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+async def tell_roots_changed(ledger: Ledger) -> None:
+    with warnings.catch_warnings():  # roots are deprecated from protocol 2026-07-28 on; today's clients still send this
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await ledger.session.send_roots_list_changed()
+
+
+async def test_the_clients_workspace_root_is_the_project_and_changes_with_it(tmp_path: Path) -> None:
+    home, first, second = tmp_path / "home", git_project(tmp_path / "first"), git_project(tmp_path / "second")
+    home.mkdir()
+    workspace = Workspace(first)
+    async with serve_in(home, home, workspace) as ledger:
+        first_id = await ledger.remember("The billing service retries webhooks five times.", kind="decision")
+        status = await ledger.call("status")
+        assert (status["root"], status["root_source"]) == (str(first), "client roots")
+
+        workspace.folders = [second]
+        await tell_roots_changed(ledger)
+        with anyio.fail_after(30):
+            while (await ledger.call("status"))["root"] != str(second):
+                await anyio.sleep(0.1)
+        second_id = await ledger.remember("The search service caches results for ten minutes.", kind="decision")
+        assert await ledger.error("recall", ids=[first_id]), "the first project's memory is not in the second"
+        assert [m["id"] for m in await ledger.recall("search cache", min_relevance=0)] == [second_id]
+
+    assert (first / ".ledger").is_dir() and (second / ".ledger").is_dir()
+    assert not (home / ".ledger").exists()
+
+
+async def test_a_server_started_in_the_home_directory_without_roots_stores_nothing_and_says_why(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    git_project(home)  # a dotfiles repository does not make the home directory a project
+    async with serve_in(home, home) as ledger:
+        assert "no project root" in ledger.instructions and "--root" in ledger.instructions
+        error = await ledger.error("remember", text="Use Postgres 16.")
+        assert "is the home directory" in error and "--root" in error
+        assert "no project root" in await ledger.error("status")
+    assert not (home / ".ledger").exists()
+
+
+async def test_the_filesystem_root_is_never_a_project(tmp_path: Path) -> None:
+    async with serve_in(Path("/"), tmp_path) as ledger:
+        assert "is the filesystem's root" in await ledger.error("recall", query="anything")
+    assert not Path("/.ledger").exists()
+
+
+async def test_the_working_directory_project_serves_a_client_without_roots(tmp_path: Path) -> None:
+    project = git_project(tmp_path / "app")
+    (project / "project_context.md").write_text("# App\nPayments use Stripe; never store card numbers.\n")
+    (project / "src").mkdir()
+    async with serve_in(project / "src", tmp_path) as ledger:
+        assert "never store card numbers" in ledger.instructions
+        await ledger.remember("Refunds go through the payments queue.")
+        status = await ledger.call("status")
+        assert (status["root"], status["root_source"]) == (str(project), "working directory")
+    assert (project / ".ledger").is_dir() and not (project / "src" / ".ledger").exists()
+
+
+async def test_roots_outside_the_local_disk_are_ignored_with_a_reason(tmp_path: Path) -> None:
+    project = git_project(tmp_path / "app")
+    workspace = Workspace(tmp_path / "app-that-was-deleted")
+    async with serve_in(project, tmp_path, workspace) as ledger:
+        await ledger.remember("Kept in the working directory's project.")
+        status = await ledger.call("status")
+        assert status["root"] == str(project)
+        assert "no local directory" in status["root_note"]
