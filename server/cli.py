@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from .cli_setup import config_command, init
 from .cli_support import LedgerGroup, ledger_errors, opened, project_options
 from .config import Settings, comma_list
 from .ledger import render_results
@@ -24,6 +25,8 @@ from .ledger import render_results
 EXAMPLES = """
 \b
 Examples:
+  project-ledger init                       # data directory, first code index, a drafted project_context.md
+  project-ledger config claude-code --write # or cursor, vscode, claude-desktop
   project-ledger serve                      # stdio MCP server for this repository
   project-ledger remember "Use Postgres 16" --kind decision --tag db
   project-ledger recall "which database?" -k 3
@@ -419,3 +422,7 @@ def symbols(settings: Settings, name: str, kind: str | None, language: str | Non
         raise SystemExit(1)
     click.echo(f"({len(result.symbols)} by {result.matched_by})", err=True)
     click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))
+
+
+main.add_command(init)
+main.add_command(config_command)

@@ -37,6 +37,7 @@ def unsuitable(path: Path) -> str | None:
     home = os.environ.get("HOME")
     if home and path == Path(home).resolve():
         return f"{path} is the home directory"
+
     return None
 
 
@@ -47,9 +48,9 @@ def from_working_directory(cwd: Path) -> RootChoice:
         if not unsuitable(candidate) and any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return RootChoice(candidate, "working directory")
     if reason := unsuitable(cwd):
-        return RootChoice(None, "working directory", f"the server was started in {cwd}, and {reason}")
+        return RootChoice(None, "working directory", f"the working directory {reason}")
     markers = ", ".join(PROJECT_MARKERS)
-    return RootChoice(None, "working directory", f"the server was started in {cwd}, which is in no project (none of {markers})")
+    return RootChoice(None, "working directory", f"the working directory {cwd} is in no project (it has none of {markers})")
 
 
 def from_client_roots(uris: list[str]) -> RootChoice:

@@ -1,0 +1,118 @@
+"""The MCP client configurations `project-ledger config` prints or merges: where each client reads its
+servers from, and the entry that starts this server there.
+
+The command is absolute (this interpreter, or `uvx`), and so is `--root`: clients
+start servers with their own PATH and working directory, Claude Desktop from
+outside any project, so nothing may depend on either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    servers_key: str  # VS Code lists servers under "servers", the others under "mcpServers"
+    typed: bool  # whether entries say "type": "stdio"
+    project_file: str | None  # relative to the project root; None: a per-user file
+
+    def config_path(self, root: Path) -> Path:
+        return root / self.project_file if self.project_file else claude_desktop_config()
+
+
+CLIENTS = {
+    client.name: client
+    for client in (
+        Client("claude-desktop", "mcpServers", typed=False, project_file=None),
+        Client("claude-code", "mcpServers", typed=True, project_file=".mcp.json"),
+        Client("cursor", "mcpServers", typed=False, project_file=".cursor/mcp.json"),
+        Client("vscode", "servers", typed=True, project_file=".vscode/mcp.json"),
+    )
+}
+
+
+def claude_desktop_config() -> Path:
+    """Claude Desktop's configuration file on this platform (Linux builds use the XDG location)."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", home / "AppData" / "Roaming")) / "Claude" / "claude_desktop_config.json"
+    return Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "Claude" / "claude_desktop_config.json"
+
+
+def server_command(root: Path, uvx: str | None) -> list[str]:
+    """The argv that serves `root`: `uvx` running the published package, or this interpreter running this install.
+
+    The interpreter's path is kept as it is, not resolved: a virtual environment's `python` is a symlink whose
+    target would run without the environment's packages.
+    """
+    serve = ["serve", "--root", str(root)]
+    if uvx:
+        return [uvx, "--from", "project-ledger", "project-ledger", *serve]
+    return [str(Path(sys.executable).absolute()), "-m", "project_ledger", *serve]
+
+
+def server_entry(client: Client, argv: list[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "stdio"} if client.typed else {}
+    return {**entry, "command": argv[0], "args": argv[1:]}
+
+
+def snippet(client: Client, name: str, entry: dict[str, Any]) -> str:
+    return json.dumps({client.servers_key: {name: entry}}, indent=2)
+
+
+class ConfigFileError(ValueError):
+    """The existing file cannot be merged into without losing something."""
+
+
+def merge(path: Path, client: Client, name: str, entry: dict[str, Any]) -> str:
+    """Add or replace server `name` in the file at `path`, keeping every other key; returns added, replaced or
+    unchanged. The file is replaced atomically, so a client reading it never sees half of it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        document = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
+    servers = document.get(client.servers_key, {}) if isinstance(document, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigFileError(f"{path} has no JSON object at its top or under {client.servers_key!r}")
+    if servers.get(name) == entry:
+        return "unchanged"
+    outcome = "replaced" if name in servers else "added"
+    document[client.servers_key] = {**servers, name: entry}
+    write_atomically(path, json.dumps(document, indent=2) + "\n")
+    return outcome
+
+
+def write_atomically(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as exc:
+        raise ConfigFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+    partial = Path(name)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        partial.chmod(mode)
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ConfigFileError(f"cannot write {path}: {exc.strerror or exc}") from None
