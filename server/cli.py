@@ -21,6 +21,7 @@ from .cli_setup import config_command, init
 from .cli_support import LedgerGroup, ledger_errors, opened, project_options
 from .config import Settings, comma_list
 from .ledger import render_results
+from .progress import CountingWriter, counted_lines, progress_bars
 
 EXAMPLES = """
 \b
@@ -253,14 +254,22 @@ def status(settings: Settings, as_json: bool) -> None:
 @project_options
 @ledger_errors
 def reindex(settings: Settings) -> None:
-    """Rebuild the search index from the journal (running servers rebuild theirs too).
+    """Rebuild the search index from the journal (running servers rebuild theirs too), embedding first any
+    memory that has no vector yet.
 
     \b
     Example:
       project-ledger reindex
     """
-    with opened(settings, index=True) as ledger:
-        started = time.perf_counter()
+    started = time.perf_counter()
+    with opened(settings, index=True) as ledger, progress_bars() as report:
+        embedder = ledger.sync.embedder
+        if embedder.load():
+            pending, done = ledger.journal.count_missing_embeddings(embedder.identity), 0
+            while batch := ledger.sync.embed_missing(256):
+                done += batch
+                report("embedding memories", done, pending)
+        report("rebuilding the index", 0, None)
         points = ledger.reindex()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
 
@@ -311,14 +320,16 @@ def export_command(settings: Settings, destination: Path) -> None:
       project-ledger export ledger-backup.jsonl
       project-ledger export | gzip > ledger-backup.jsonl.gz
     """
-    with opened(settings) as ledger:
+    with opened(settings) as ledger, progress_bars() as report:
+        counts = ledger.journal.counts()
+        lines = 1 + sum(counts.by_kind.values()) + counts.superseded + counts.forgotten  # the header, then every memory
         if str(destination) == "-":
-            header = ledger.export(sys.stdout)
+            header = ledger.export(CountingWriter(sys.stdout, "exporting memories", lines, report))
         else:
             partial = destination.with_name(destination.name + ".partial")
             try:
                 with partial.open("w", encoding="utf-8") as out:
-                    header = ledger.export(out)
+                    header = ledger.export(CountingWriter(out, "exporting memories", lines, report))
                     out.flush()
                     os.fsync(out.fileno())
                 partial.replace(destination)
@@ -348,8 +359,9 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
       gunzip -c ledger-backup.jsonl.gz | project-ledger import -
     """
     try:
-        with click.open_file(str(source), encoding="utf-8") as lines, opened(settings) as ledger:
-            restored = ledger.import_export(lines)
+        size = None if str(source) == "-" else source.stat().st_size
+        with click.open_file(str(source), encoding="utf-8") as lines, opened(settings) as ledger, progress_bars() as report:
+            restored = ledger.import_export(counted_lines(lines, "reading the export", size, report))
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"could not read {source}: {getattr(exc, 'strerror', None) or exc}") from None
     if as_json:

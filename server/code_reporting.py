@@ -4,42 +4,25 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-
 from .code_indexer import Progress as IndexProgress
 from .code_indexer import ScanSummary
 from .code_service import CodeService
-
-
-def _speed(progress: Progress, task: TaskID) -> str:
-    speed = progress.tasks[task].speed
-    return f"{speed:,.0f}/s" if speed else ""
+from .progress import progress_bars
 
 
 def index_with_progress(code: CodeService, embed: bool, as_json: bool) -> str:
-    console = Console(stderr=True)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[speed]}"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("parsing files", total=None, speed="")
+    with progress_bars() as report:
 
-        def report(state: IndexProgress) -> None:
-            bar.update(task, total=state.total or None, completed=state.done, speed=_speed(bar, task))
+        def scanning(state: IndexProgress) -> None:
+            report("parsing files", state.done, state.total or None)
 
-        summary = code.indexer.scan(report)
+        summary = code.indexer.scan(scanning)
         vectors = 0
         if embed and code.search.load_model():
             pending = code.search.pending_vectors()
-            embedding = bar.add_task("embedding symbols", total=pending, speed="")
             while batch := code.search.embed_some():
                 vectors += batch
-                bar.update(embedding, advance=batch, speed=_speed(bar, embedding))
+                report("embedding symbols", vectors, pending)
     counts = code.store.counts()
     if as_json:
         return json.dumps(
