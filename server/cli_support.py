@@ -37,7 +37,9 @@ class LedgerGroup(click.Group):
 def project_options(fn: F) -> F:
     """`--root` and `--data-dir` on every command; the command receives the built `settings` instead."""
 
-    @click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Project root (default: git top-level).")
+    @click.option(
+        "--root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Project root (default: git top-level)."
+    )
     @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
     @functools.wraps(fn)
     def wrapper(*args: Any, root: Path | None, data_dir: Path | None, **kwargs: Any) -> Any:

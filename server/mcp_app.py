@@ -333,8 +333,8 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
     instructions and every call say why, and each call tries again. Without `--root`, the project is the client's
     workspace (MCP roots) when it offers one, else the working directory's project, never the home directory or `/`.
     """
-    explicit = settings.root is not None
-    choice = RootChoice(settings.root, "--root") if explicit else from_working_directory(cwd)
+    choice = from_working_directory(cwd) if settings.root is None else named_root(settings.root)
+    explicit = choice.source == "--root"
     handle = LedgerHandle(lambda root: open_ledger(settings.model_copy(update={"root": root}), cwd), choice.root, choice.reason)
     roots = ClientRoots(handle, choice.source, follow=not explicit)
     tools = LedgerTools(handle, roots, settings.sampling, settings.sampling_timeout_seconds)
@@ -362,6 +362,12 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
     register(app, tools, settings.code_index)
     return app
+
+
+def named_root(root: Path) -> RootChoice:
+    """`--root` or LEDGER_ROOT: taken as given, if it is a directory (a typo must not create a ledger somewhere)."""
+    root = root.expanduser().resolve()
+    return RootChoice(root, "--root") if root.is_dir() else RootChoice(None, "--root", f"--root {root} is not an existing directory")
 
 
 def instructions(tools: LedgerTools, handle: LedgerHandle, explicit_root: bool) -> str:

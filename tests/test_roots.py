@@ -8,6 +8,7 @@ Claude Desktop starts servers anywhere and shares none, which is why
 
 from __future__ import annotations
 
+import subprocess
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,9 +38,9 @@ class Workspace:
 
 
 @asynccontextmanager
-async def serve_in(cwd: Path, home: Path, workspace: Workspace | None = None) -> AsyncIterator[Ledger]:
+async def serve_in(cwd: Path, home: Path, workspace: Workspace | None = None, **env: str) -> AsyncIterator[Ledger]:
     """`project-ledger serve` with no --root, started in `cwd`, as a client that does (or does not) share roots."""
-    params = StdioServerParameters(command=EXECUTABLE, args=["serve"], env={"HOME": str(home)}, cwd=str(cwd))
+    params = StdioServerParameters(command=EXECUTABLE, args=["serve"], env={"HOME": str(home), **env}, cwd=str(cwd))
     options: dict[str, Any] = {"list_roots_callback": workspace.list_roots} if workspace else {}
     async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
         init = await session.initialize()
@@ -116,3 +117,15 @@ async def test_roots_outside_the_local_disk_are_ignored_with_a_reason(tmp_path: 
         status = await ledger.call("status")
         assert status["root"] == str(project)
         assert "no local directory" in status["root_note"]
+
+
+async def test_a_named_root_that_does_not_exist_is_reported_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "app"
+    async with serve_in(tmp_path, tmp_path, LEDGER_ROOT=str(missing)) as ledger:
+        assert f"--root {missing} is not an existing directory" in ledger.instructions
+        assert "is not an existing directory" in await ledger.error("remember", text="Use Postgres 16.")
+    assert not (tmp_path / "typo").exists()
+
+    completed = subprocess.run([EXECUTABLE, "status", "--root", str(missing)], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2 and "does not exist" in completed.stderr
+    assert not (tmp_path / "typo").exists()
