@@ -64,11 +64,16 @@ class Block:
 
 
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s+")
 
 
 def blocks(text: str) -> list[Block]:
-    """Paragraphs and top-level list items, each under its nearest heading (headings are blocks too)."""
+    """Paragraphs and top-level list items, each under its nearest heading (headings are blocks too).
+
+    HTML comments are left out: they are notes to whoever edits the file (the template's guidance, say), and
+    would cost tokens in every session."""
+    text = _COMMENT.sub("", text)
     found: list[Block] = []
     section = ""
     current: list[str] = []

@@ -26,6 +26,15 @@ async def test_without_project_context_the_instructions_say_how_to_create_it(pro
         assert "does not exist" in await ledger.resource("ledger://project-context")
 
 
+async def test_comments_in_project_context_are_for_its_editors_not_the_agent(project: Project) -> None:
+    commented = "<!-- Keep this short: it is sent every session. -->\n" + CONTEXT + "<!-- TODO: add the glossary\n"
+    (project.root / "project_context.md").write_text(commented)
+    async with serve(project) as ledger:
+        assert "Money is integer cents." in ledger.instructions
+        assert "Keep this short" not in ledger.instructions and "glossary" not in ledger.instructions
+        assert await ledger.resource("ledger://project-context") == commented, "the resource is the file as it is"
+
+
 async def test_project_context_and_pins_are_served_everywhere(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT)
     async with serve(project) as ledger:
