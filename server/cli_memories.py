@@ -30,36 +30,23 @@ def history(settings: Settings, memory_id: str, as_json: bool) -> None:
     click.echo(f"({len(result.chain)} versions; current: {result.current})", err=True)
 
 
-@click.command()
-@click.argument("memory_id", metavar="ID")
-@project_options
-@ledger_errors
-def pin(settings: Settings, memory_id: str) -> None:
-    """Pin memory ID: it is shown at the start of every session.
+def pin_command(name: str, pinned: bool, summary: str) -> click.Command:
+    """`pin` or `unpin`: the same call with the flag set either way."""
 
-    \b
-    Example:
-      project-ledger pin m3k0c9x2ab1
-    """
-    with opened(settings) as ledger:
-        ledger.pin(memory_id)
-    click.echo(f"pinned {memory_id}")
+    @click.command(name, help=f"{summary}\n\n\b\nExample:\n  project-ledger {name} m3k0c9x2ab1")
+    @click.argument("memory_id", metavar="ID")
+    @project_options
+    @ledger_errors
+    def command(settings: Settings, memory_id: str) -> None:
+        with opened(settings) as ledger:
+            (ledger.pin if pinned else ledger.unpin)(memory_id)
+        click.echo(f"{name}ned {memory_id}")
+
+    return command
 
 
-@click.command()
-@click.argument("memory_id", metavar="ID")
-@project_options
-@ledger_errors
-def unpin(settings: Settings, memory_id: str) -> None:
-    """Unpin memory ID.
-
-    \b
-    Example:
-      project-ledger unpin m3k0c9x2ab1
-    """
-    with opened(settings) as ledger:
-        ledger.unpin(memory_id)
-    click.echo(f"unpinned {memory_id}")
+pin = pin_command("pin", True, "Pin memory ID: it is shown at the start of every session.")
+unpin = pin_command("unpin", False, "Unpin memory ID.")
 
 
 @click.command()
