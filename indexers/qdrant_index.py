@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,12 @@ class QdrantIndex:
         payload: dict[str, PayloadType],
         location: str,
         owns_client: bool = True,
+        create_options: Mapping[str, int] | None = None,
     ) -> None:
         from qdrant_client import models
 
         self._models = models
+        self._create_options = dict(create_options or {})  # shard_number, replication_factor, write_consistency_factor
         self._payload = payload
         self._owns_client = owns_client
         self._client = client
@@ -148,6 +150,7 @@ class QdrantIndex:
                 self._collection,
                 vectors_config={DENSE: m.VectorParams(size=self._dim, distance=m.Distance.COSINE)},
                 sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                **self._create_options,
             )
             for name, kind in self._payload.items():
                 self._client.create_payload_index(self._collection, field_name=name, field_schema=schema[kind])
@@ -157,4 +160,13 @@ class QdrantIndex:
     def close(self) -> None:
         if self._owns_client:
             self._client.close()
+
+    @staticmethod
+    def drop(client: Any, collection: str, state_dir: Path) -> bool:
+        """Delete a collection and the watermark kept for it beside the journal; False if there was none."""
+        (state_dir / f"qdrant-{collection}.json").unlink(missing_ok=True)
+        if not client.collection_exists(collection):
+            return False
+        client.delete_collection(collection)
+        return True
 

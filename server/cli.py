@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from .cli_memories import forget, history, pin, unpin
+from .cli_migrate import migrate
 from .cli_setup import config_command, init
 from .cli_support import LedgerGroup, ledger_errors, opened, project_options
 from .config import Settings, comma_list
@@ -441,3 +442,4 @@ main.add_command(init)
 main.add_command(config_command)
 for command in (history, pin, unpin, forget):
     main.add_command(command)
+main.add_command(migrate)

@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DATA_DIR_NAME = ".ledger"
+# What Qdrant accepts in a collection name and a shell or URL needs no quoting for.
+COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
+IndexKind = Literal["memories", "code"]
 
 
 class Settings(BaseSettings):
@@ -42,7 +46,26 @@ class Settings(BaseSettings):
     qdrant_path: Path | None = Field(
         default=None, description="qdrant-client local mode folder (development and tests of the server backend)."
     )
-    qdrant_collection: str | None = Field(default=None, description="Collection name. Default: derived from the project root.")
+    qdrant_collection_prefix: str = Field(
+        default="ledger",
+        pattern=COLLECTION_NAME,
+        description="First part of this project's collection names: <prefix>-<project>-<journal id>-memories and -code.",
+    )
+    qdrant_collection: str | None = Field(
+        default=None,
+        pattern=COLLECTION_NAME,
+        description="Base name of this project's collections instead of <prefix>-<project>-<journal id> "
+        "(they become <base>-memories and <base>-code).",
+    )
+    qdrant_shard_number: int | None = Field(
+        default=None, ge=1, description="Shards per new collection. Default: the server's (one per node in a cluster)."
+    )
+    qdrant_replication_factor: int | None = Field(
+        default=None, ge=1, description="Copies of each shard in a new collection. Default: the server's (1)."
+    )
+    qdrant_write_consistency_factor: int | None = Field(
+        default=None, ge=1, description="Replicas that must acknowledge a write to a new collection. Default: the server's (1)."
+    )
 
     journal_wait_seconds: float = Field(
         default=15.0, gt=0, le=600, description="How long a write waits for another process's write lock before it fails with an error."
@@ -130,6 +153,15 @@ class Settings(BaseSettings):
             raise ValueError("set either LEDGER_AUTH_TOKEN or LEDGER_AUTH_TOKEN_FILE, not both")
         return self
 
+    @property
+    def uses_qdrant_server(self) -> bool:
+        """Whether the index is on a Qdrant server (or qdrant-client's local mode) instead of the embedded shard."""
+        return bool(self.qdrant_url or self.qdrant_path)
+
+    def collection_name(self, paths: ProjectPaths, journal_id: str, kind: IndexKind) -> str:
+        """One collection per project and kind: `<prefix>-<project>-<journal id>-memories` and `...-code`."""
+        return f"{self.qdrant_collection or paths.collection_base(self.qdrant_collection_prefix, journal_id)}-{kind}"
+
     def http_token(self) -> str | None:
         """The HTTP transport's token, from the setting or the file (read now, surrounding whitespace dropped)."""
         if self.auth_token_file is not None:
@@ -165,14 +197,15 @@ class ProjectPaths:
     def project_context(self) -> Path:
         return self.root / "project_context.md"
 
-    def collection_name(self, journal_id: str) -> str:
-        """One Qdrant collection per project: a readable name plus the journal's random id.
+    def collection_base(self, prefix: str, journal_id: str) -> str:
+        """A project's collections on a Qdrant server share this base: the prefix, a readable name and the
+        journal's random id.
 
         The id, not the path, tells projects apart: two machines may check out
         different projects at the same path and share one Qdrant server.
         """
         slug = re.sub(r"[^a-z0-9]+", "-", self.root.name.lower()).strip("-")[:40] or "project"
-        return f"ledger-{slug}-{journal_id}"
+        return f"{prefix}-{slug}-{journal_id}"
 
 
 def find_project_root(cwd: Path) -> Path:

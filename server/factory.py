@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from project_ledger.indexers.embedding import Embedder, create_embedder
+from project_ledger.indexers.file_lock import FileLock
 from project_ledger.indexers.search_index import MEMORY_PAYLOAD, PayloadType, SearchIndex
 
 from .code_indexer import CodeIndexer
 from .code_search import CODE_PAYLOAD, CodeSearch
 from .code_service import CodeService
 from .code_store import CodeStore
-from .config import ProjectPaths, Settings, resolve_paths
-from .errors import StorageError
+from .config import IndexKind, ProjectPaths, Settings, resolve_paths
+from .errors import IndexUnavailable, StorageError
 from .index_sync import IndexSync
 from .journal import Journal
 from .ledger import LedgerService, Limits, Quality
 from .ranking import RankingParams
 from .session_gists import GistParams, SessionGists
 from .tokens import TokenCounter
+
+PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
+SLOT_PREFIXES: dict[IndexKind, str] = {"memories": "edge", "code": "code"}  # embedded slots: index/<prefix>-<n>/
 
 
 def prepare_data_dir(paths: ProjectPaths) -> None:
@@ -41,27 +43,17 @@ def prepare_data_dir(paths: ProjectPaths) -> None:
 
 def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
     """Open the journal now (fast); the index and the model open later, in `ledger.sync`."""
+    return open_ledger_with_indexes(settings, cwd)[0]
+
+
+def open_ledger_with_indexes(settings: Settings, cwd: Path, rebuild: bool = False) -> tuple[LedgerService, SearchIndexes]:
+    """The ledger and what opens its search indexes, for callers that look at the indexes themselves (`migration`)."""
     paths = resolve_paths(settings, cwd)
     prepare_data_dir(paths)
     journal = Journal(paths.journal, settings.journal_wait_seconds)
     embedder = create_embedder(settings.embed_model, settings.embed_model_path, paths.model_dir, settings.embed_threads)
-
-    client_lock = threading.Lock()  # the memory and code indexes open in two threads at once
-
-    @cache
-    def make_client() -> tuple[Any, str]:
-        from project_ledger.indexers.qdrant_index import QdrantIndex
-
-        return QdrantIndex.client(settings.qdrant_url, settings.qdrant_api_key, settings.qdrant_path)
-
-    def qdrant_client() -> tuple[Any, str]:
-        with client_lock:
-            return make_client()
-
-    def open_index() -> SearchIndex:
-        return open_search_index(settings, paths, journal, embedder, MEMORY_PAYLOAD, qdrant_client, "")
-
-    sync = IndexSync(journal, open_index, embedder)
+    indexes = SearchIndexes(settings, paths, journal, embedder, rebuild)
+    sync = IndexSync(journal, lambda: indexes.open("memories"), embedder)
     tokens = TokenCounter()
     ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
     quality = Quality(
@@ -77,9 +69,7 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
         GistParams(settings.sampling_chunk_tokens, settings.sampling_max_requests, settings.compact_session_turns),
         sync.kick,
     )
-    code = (
-        open_code_service(settings, paths, journal, embedder, tokens, qdrant_client) if settings.code_index else None
-    )
+    code = open_code_service(settings, paths, journal, embedder, tokens, indexes) if settings.code_index else None
     limits = Limits(
         settings.max_text_bytes,
         settings.instructions_tokens,
@@ -88,37 +78,112 @@ def open_ledger(settings: Settings, cwd: Path) -> LedgerService:
         settings.max_label_chars,
         settings.max_result_tokens,
     )
-    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality, gists)
+    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality, gists), indexes
 
 
-def open_search_index(
-    settings: Settings,
-    paths: ProjectPaths,
-    journal: Journal,
-    embedder: Embedder,
-    payload: dict[str, PayloadType],
-    qdrant_client: Callable[[], tuple[Any, str]],
-    suffix: str,
-) -> SearchIndex:
-    """The embedded shard (slots named `edge-<n>`, or `code-<n>` for symbols) or a collection on a Qdrant server."""
-    if settings.qdrant_url or settings.qdrant_path:
+class SearchIndexes:
+    """Opens a project's two search indexes, memories and code symbols, on the configured backend.
+
+    Embedded: a Qdrant Edge shard slot each (`edge-<n>`, `code-<n>`). Server: a collection each
+    (`Settings.collection_name`), through one qdrant-client made on first use and shared, because local
+    mode allows one client per folder and the two indexes open in two threads at once. With `rebuild`,
+    each index is emptied as it opens, so that catching up fills it from the journal (a migration).
+    """
+
+    def __init__(self, settings: Settings, paths: ProjectPaths, journal: Journal, embedder: Embedder, rebuild: bool = False) -> None:
+        self._settings = settings
+        self._paths = paths
+        self._journal = journal
+        self._embedder = embedder
+        self._rebuild = rebuild
+        self._client_lock = threading.Lock()
+        self._client: tuple[Any, str] | None = None
+        self.opened: dict[IndexKind, SearchIndex] = {}  # the latest index opened of each kind
+
+    def open(self, kind: IndexKind) -> SearchIndex:
+        index = self._open_server(kind) if self._settings.uses_qdrant_server else self._open_embedded(kind)
+        if self._rebuild:
+            with index.sync_lock():
+                index.reset(self._journal.reindex_epoch() if kind == "memories" else 0)  # the code index has no epochs
+        self.opened[kind] = index
+        return index
+
+    def _open_embedded(self, kind: IndexKind) -> SearchIndex:
+        from project_ledger.indexers.edge_index import EdgeIndex
+
+        return EdgeIndex.open_slot(self._paths.index_dir, self._embedder.dim, self._embedder.identity, PAYLOADS[kind], SLOT_PREFIXES[kind])
+
+    def _open_server(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.indexers.qdrant_index import QdrantIndex
 
-        client, location = qdrant_client()
-        collection = settings.qdrant_collection or paths.collection_name(journal.journal_id())
+        client, location = self.client()
         return QdrantIndex(
             client,
-            collection=f"{collection}-{suffix}" if suffix else collection,
-            state_dir=paths.index_dir,
-            dim=embedder.dim,
-            embedder_identity=embedder.identity,
-            payload=payload,
+            collection=self._settings.collection_name(self._paths, self._journal.journal_id(), kind),
+            state_dir=self._paths.index_dir,
+            dim=self._embedder.dim,
+            embedder_identity=self._embedder.identity,
+            payload=PAYLOADS[kind],
             location=location,
-            owns_client=not suffix,  # the memory index closes the shared client, last
+            owns_client=kind == "memories",  # the memory index closes the shared client, last
+            create_options=collection_options(self._settings),
         )
-    from project_ledger.indexers.edge_index import EdgeIndex
 
-    return EdgeIndex.open_slot(paths.index_dir, embedder.dim, embedder.identity, payload, prefix=suffix or "edge")
+    def name(self, kind: IndexKind) -> str:
+        """The collection (server) or the slot folder (embedded) of the index of `kind` opened last."""
+        if self._settings.uses_qdrant_server:
+            return self._settings.collection_name(self._paths, self._journal.journal_id(), kind)
+        return Path(self.opened[kind].location).name
+
+    def check_available(self) -> None:
+        """Fail now, not after a long job: the server must answer (and local mode's folder be free), and the embedded
+        index's first slots, which the next server to start takes, must not be held by a running process."""
+        kinds: list[IndexKind] = ["memories", "code"] if self._settings.code_index else ["memories"]
+        if self._settings.uses_qdrant_server:
+            if self._settings.qdrant_url:
+                where, hint = self._settings.qdrant_url, "check QDRANT_URL, QDRANT_API_KEY and that the server is up"
+            else:
+                where, hint = f"local-mode folder {self._settings.qdrant_path}", "stop the process that has it open"
+            try:
+                client, _ = self.client()
+                client.get_collections()
+            except Exception as exc:  # refused, timed out, unauthorized, or a local-mode folder in use: all say the same
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise IndexUnavailable(f"cannot use the Qdrant server at {where}: {reason}; {hint}") from None
+            return
+        self._paths.index_dir.mkdir(parents=True, exist_ok=True)
+        for kind in kinds:
+            lock = FileLock.try_acquire(self._paths.index_dir / f"{SLOT_PREFIXES[kind]}-0.lock")
+            if lock is None:
+                raise IndexUnavailable(
+                    f"the embedded {kind} index in {self._paths.index_dir} is in use by another process, most likely a running "
+                    "`project-ledger serve` for this project; stop it and run the migration again"
+                )
+            lock.release()
+
+    def client(self) -> tuple[Any, str]:
+        """The shared qdrant-client and a description of where it points."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = qdrant_client(self._settings)
+            return self._client
+
+
+def qdrant_client(settings: Settings) -> tuple[Any, str]:
+    """A client for the configured Qdrant server (or local-mode folder) and a description of where it points."""
+    from project_ledger.indexers.qdrant_index import QdrantIndex
+
+    return QdrantIndex.client(settings.qdrant_url, settings.qdrant_api_key, settings.qdrant_path)
+
+
+def collection_options(settings: Settings) -> dict[str, int]:
+    """How a new collection is sharded and replicated; what is not set is left to the server."""
+    options = {
+        "shard_number": settings.qdrant_shard_number,
+        "replication_factor": settings.qdrant_replication_factor,
+        "write_consistency_factor": settings.qdrant_write_consistency_factor,
+    }
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def open_code_service(
@@ -127,12 +192,10 @@ def open_code_service(
     journal: Journal,
     embedder: Embedder,
     tokens: TokenCounter,
-    qdrant_client: Callable[[], tuple[Any, str]],
+    indexes: SearchIndexes,
 ) -> CodeService:
     """The code index over the journal's database; its search points go to their own shard or collection."""
     store = CodeStore(journal.path)
     indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers, settings.redact_secrets)
-    search = CodeSearch(
-        store, lambda: open_search_index(settings, paths, journal, embedder, CODE_PAYLOAD, qdrant_client, "code"), embedder
-    )
+    search = CodeSearch(store, lambda: indexes.open("code"), embedder)
     return CodeService(paths.root, store, indexer, search, tokens, settings.watch)

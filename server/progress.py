@@ -18,9 +18,11 @@ Report = Callable[[str, int, int | None], None]
 
 @contextmanager
 def progress_bars() -> Iterator[Report]:
-    """A `Report` drawing one bar per step; the bars disappear when the block ends (a summary line follows)."""
+    """A `Report` drawing one bar per step; the bars disappear when the block ends (a summary line follows).
+    Nothing is drawn when stderr is not a terminal: a log keeps only the result, or the one-line error."""
+    console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bars:
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bars:
         tasks: dict[str, TaskID] = {}
 
         def report(step: str, done: int, total: int | None) -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import anyio
 import pytest
 
-from .conftest import Project, serve
+from .conftest import Project, cli, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -48,6 +49,7 @@ async def test_the_server_backend_gives_the_same_results_as_the_embedded_one(tmp
     assert embedded_status["index"]["backend"] == "qdrant-edge"
     assert server_status["index"]["backend"] == "qdrant-server"
     assert "collection ledger-server-" in server_status["index"]["location"]
+    assert server_status["index"]["location"].endswith("-memories")
     assert server_rankings == embedded_rankings
 
 
@@ -70,7 +72,7 @@ async def test_the_server_backend_persists_forgets_and_catches_up(tmp_path: Path
 
 
 async def test_code_search_on_the_server_backend_matches_the_embedded_one(tmp_path: Path) -> None:
-    """Symbols go to their own collection (`<collection>-code`) and rank as they do in the embedded shard."""
+    """Symbols go to their own collection (`<prefix>-<project>-<id>-code`) and rank as they do in the embedded shard."""
     from .test_code_index import FIXTURES, indexed
 
     languages = ("python", "c", "swift", "bash")
@@ -90,3 +92,32 @@ async def test_code_search_on_the_server_backend_matches_the_embedded_one(tmp_pa
         assert all(result["mode"] == "hybrid" and result["results"] for result in results)
         rankings.append([[(hit["path"], hit["qualname"]) for hit in result["results"]] for result in results])
     assert rankings[0] == rankings[1]
+
+
+async def test_a_collection_named_the_old_way_is_left_alone_and_the_new_one_built_from_the_journal(tmp_path: Path) -> None:
+    """Before the prefix setting, memories went to `ledger-<project>-<id>`, without the `-memories` suffix (the code
+    collection's name has not changed). A server started after the upgrade finds no collection under the new name
+    and builds it from the journal; the old one is left as it was, for the operator to delete."""
+    from qdrant_client import QdrantClient, models
+
+    from .test_migrate import collections
+
+    qdrant = tmp_path / "qdrant-local"
+    project = Project(tmp_path / "repo")
+    project.root.mkdir()
+    for memory in MEMORIES[:3]:
+        cli(project, "remember", memory["text"])
+    with sqlite3.connect(project.data_dir / "journal.sqlite3") as db:
+        journal_id = db.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()[0]
+    old = f"ledger-repo-{journal_id}"
+    client = QdrantClient(path=str(qdrant))
+    client.create_collection(old, vectors_config={"dense": models.VectorParams(size=384, distance=models.Distance.COSINE)})
+    client.upsert(old, points=[models.PointStruct(id=1, vector={"dense": [0.1] * 384})])
+    client.close()
+
+    project.env["LEDGER_QDRANT_PATH"] = str(qdrant)
+    async with serve(project) as ledger:
+        status = await ledger.settled()
+        assert status["index"]["location"].endswith(f"collection {old}-memories") and status["index"]["points"] == 3
+        assert (await ledger.recall(MEMORIES[0]["text"]))[0]["text"] == MEMORIES[0]["text"]
+    assert collections(qdrant) == {old: 1, f"{old}-memories": 3, f"{old}-code": 0}
