@@ -162,6 +162,11 @@ def _ordered(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda hit: (-hit.score, hit.seq))
 
 
+def positions(hits: list[Hit]) -> dict[int, int]:
+    """Each point's rank in one candidate list, counted from 0, as `fuse` counts it."""
+    return {hit.seq: rank for rank, hit in enumerate(_ordered(hits))}
+
+
 def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
     """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0.
 
@@ -170,8 +175,8 @@ def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
     """
     scores: dict[int, float] = {}
     for hits, weight in ((candidates.dense, fusion.dense_weight), (candidates.sparse, fusion.sparse_weight)):
-        for rank, hit in enumerate(_ordered(hits)):
-            scores[hit.seq] = scores.get(hit.seq, 0.0) + weight / (fusion.k + rank)
+        for seq, rank in positions(hits).items():
+            scores[seq] = scores.get(seq, 0.0) + weight / (fusion.k + rank)
     return _ordered([Hit(seq, score) for seq, score in scores.items()])[:limit]
 
 

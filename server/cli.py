@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from .cli_inspect import inspect_command
 from .cli_memories import forget, history, pin, unpin
 from .cli_migrate import migrate
 from .cli_setup import config_command, init
@@ -443,3 +444,4 @@ main.add_command(config_command)
 for command in (history, pin, unpin, forget):
     main.add_command(command)
 main.add_command(migrate)
+main.add_command(inspect_command)

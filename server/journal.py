@@ -573,6 +573,68 @@ class Journal:
             forgotten=totals["forgotten"] or 0,
         )
 
+    # -- browsing (the web inspector) ---------------------------------------
+
+    def browse(
+        self,
+        kind: str | None = None,
+        tag: str | None = None,
+        session: str | None = None,
+        pinned: bool = False,
+        superseded: bool = False,
+        ids: Sequence[str] | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[Memory], int]:
+        """Live memories matching every condition given, newest first, one page of them; and how many match.
+
+        `pinned` and `superseded` keep only those; `ids` keeps only these ids.
+        """
+        conditions: list[str] = ["deleted_at IS NULL"]
+        params: list[object] = []
+        for condition, value in (
+            ("kind = ?", kind),
+            ("EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?)", tag),
+            ("session = ?", session),
+        ):
+            if value is not None:
+                conditions.append(condition)
+                params.append(value)
+        if pinned:
+            conditions.append("pinned = 1")
+        if superseded:
+            conditions.append("superseded_by IS NOT NULL")
+        if ids is not None:
+            conditions.append(f"id IN ({','.join('?' * len(ids))})" if ids else "0")
+            params += ids
+        where = " AND ".join(conditions)
+        total = self._read(f"SELECT COUNT(*) FROM memories WHERE {where}", params)[0][0]
+        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?", [*params, limit, offset])
+        return [_row_to_memory(row) for row in rows], total
+
+    def labels(self, limit: int = 500) -> tuple[list[str], list[str]]:
+        """The tags and the sessions live memories carry (the most recent `limit` sessions), for filter choices."""
+        tags = self._read(
+            "SELECT DISTINCT t.value FROM memories, json_each(memories.tags) t WHERE deleted_at IS NULL ORDER BY t.value"
+        )
+        sessions = self._read(
+            "SELECT session FROM memories WHERE deleted_at IS NULL AND session IS NOT NULL GROUP BY session "
+            "ORDER BY MAX(seq) DESC LIMIT ?",
+            (limit,),
+        )
+        return [row[0] for row in tags], [row[0] for row in sessions]
+
+    def relations(self, memory_id: str) -> list[tuple[str, str, str]]:
+        """(relation, other memory's id, "from" or "to"): what this memory derives from, and what derives from it."""
+        rows = self._read(
+            "SELECT s.relation, src.id, 'from' FROM memory_sources s JOIN memories m ON m.seq = s.seq "
+            "JOIN memories src ON src.seq = s.source WHERE m.id = ? "
+            "UNION ALL SELECT s.relation, m.id, 'to' FROM memory_sources s JOIN memories m ON m.seq = s.seq "
+            "JOIN memories src ON src.seq = s.source WHERE src.id = ? ORDER BY 3, 2",
+            (memory_id, memory_id),
+        )
+        return [(row[0], row[1], row[2]) for row in rows]
+
     # -- health ------------------------------------------------------------
 
     def integrity(self) -> list[str]:

@@ -18,11 +18,11 @@ from functools import partial
 from importlib import metadata
 from typing import TextIO
 
-from project_ledger.indexers.search_index import SearchFilter
+from project_ledger.indexers.search_index import Candidates, SearchFilter
 
 from .backup import FORMAT, VERSION, ExportHeader, read_export, write_export
 from .capture import propose
-from .code_links import CodeAnchors
+from .code_links import CodeAnchors, describe
 from .code_service import CodeService
 from .config import ProjectPaths
 from .context_pack import Pack, PackCache, assemble, cache_key
@@ -30,7 +30,7 @@ from .context_sections import query_sections, render_hit, render_memory, stable_
 from .errors import IndexUnavailable, InvalidArgument, MemoryForgotten, StorageError
 from .gist_sampling import Writer
 from .index_sync import IndexSync
-from .journal import Journal, Restored, utc_now
+from .journal import Anchor, Journal, Restored, utc_now
 from .models import (
     KINDS,
     Ack,
@@ -38,14 +38,22 @@ from .models import (
     CodeHit,
     ContextResult,
     EmbeddingStatus,
+    ExplainedHit,
+    Fate,
     ForgetResult,
     GistResult,
     HistoryResult,
     IndexStatus,
+    ListedMemory,
     Memory,
+    MemoryDetail,
+    MemoryLink,
+    MemoryPage,
+    RecallExplanation,
     RecallHit,
     RecallMode,
     RecallResult,
+    Relation,
     RememberResult,
     StaleMemory,
     Status,
@@ -378,6 +386,14 @@ class LedgerService:
         self, query: str, where: SearchFilter, k: int, session: str | None, floor: float | None
     ) -> tuple[list[Ranked], int, RecallMode, list[str]]:
         """Ranked memories above the floor (at most `k`), how many fell under it, the mode, and notes."""
+        kept, below, _, mode, notes = self._rank(query, where, k, session, floor)
+        return self._collapse_captured(kept)[:k], len(below), mode, notes
+
+    def _rank(
+        self, query: str, where: SearchFilter, k: int, session: str | None, floor: float | None
+    ) -> tuple[list[Ranked], list[Ranked], Candidates, RecallMode, list[str]]:
+        """Every candidate ranked: those above the floor and those under it (best first), the index's two
+        candidate lists, the mode, and notes."""
         self.sync.index()  # fails fast, with the reason, if the index could not open
         embedder = self.sync.embedder
         notes: list[str] = []
@@ -393,7 +409,7 @@ class LedgerService:
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
         params = for_window(self.ranking, where)
         kept, below = rank(found, memories, lexical, params, time.time(), session, floor, self.outdated(memories))
-        return self._collapse_captured(kept)[:k], len(below), "hybrid" if dense is not None else "bm25-only", notes
+        return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 
     def _collapse_captured(self, ranked: list[Ranked]) -> list[Ranked]:
         parents = self.journal.sources([r.memory.id for r in ranked if "captured" in r.memory.tags], ["captured"])
@@ -495,19 +511,9 @@ class LedgerService:
         if query is None:
             raise InvalidArgument("give a query to search for, or ids of memories to fetch")
         query = self._text(query, "query")
-        if not 1 <= k <= self.limits.max_k:
-            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {self.limits.max_k} results (LEDGER_MAX_K)")
+        self._check_k(k)
         self._check_budget(token_budget)
-        where = SearchFilter(
-            kinds=[self._kind(kind) for kind in kinds] if kinds else None,
-            tags=self._labels(tags, "tags") if tags else None,
-            session=self._label(session, "session"),
-            since=parse_moment(since, "since") if since else None,
-            until=parse_moment(until, "until", end_of_day=True) if until else None,
-            include_superseded=include_superseded,
-        )
-        if where.since is not None and where.until is not None and where.since > where.until:
-            raise InvalidArgument(f"since={since!r} is after until={until!r}; nothing can match")
+        where = self._where(kinds, tags, session, since, until, include_superseded)
         ranked, below, mode, notes = self._retrieve(
             query, where, k, self._label(current_session, "current_session"), self._floor(min_relevance)
         )
@@ -523,6 +529,79 @@ class LedgerService:
         return RecallResult(
             results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
         )
+
+    def _check_k(self, k: int) -> None:
+        if not 1 <= k <= self.limits.max_k:
+            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {self.limits.max_k} results (LEDGER_MAX_K)")
+
+    def _where(
+        self,
+        kinds: list[str] | None,
+        tags: list[str] | None,
+        session: str | None,
+        since: str | None,
+        until: str | None,
+        include_superseded: bool,
+    ) -> SearchFilter:
+        where = SearchFilter(
+            kinds=[self._kind(kind) for kind in kinds] if kinds else None,
+            tags=self._labels(tags, "tags") if tags else None,
+            session=self._label(session, "session"),
+            since=parse_moment(since, "since") if since else None,
+            until=parse_moment(until, "until", end_of_day=True) if until else None,
+            include_superseded=include_superseded,
+        )
+        if where.since is not None and where.until is not None and where.since > where.until:
+            raise InvalidArgument(f"since={since!r} is after until={until!r}; nothing can match")
+        return where
+
+    def explain_recall(
+        self,
+        query: str,
+        k: int = 8,
+        kinds: list[str] | None = None,
+        tags: list[str] | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        include_superseded: bool = False,
+        current_session: str | None = None,
+        min_relevance: float | None = None,
+    ) -> RecallExplanation:
+        """What `recall` would return for these arguments, and why: every candidate with its dense and BM25
+        scores and places, fused score, boosts and relevance, including those past `k`, collapsed into their
+        turn, or under the floor.
+
+        It runs the same ranking as `recall` but records no access: looking must not change the next ranking.
+        A token budget is not applied (it only cuts the tail of `results`).
+        """
+        query = self._text(query, "query")
+        self._check_k(k)
+        where = self._where(kinds, tags, session, since, until, include_superseded)
+        floor = self._floor(min_relevance)
+        kept, below, found, mode, notes = self._rank(query, where, k, self._label(current_session, "current_session"), floor)
+        collapsed = self._collapse_captured(kept)
+        returned = {r.seq for r in collapsed[:k]}
+        placed = {r.seq for r in collapsed}
+        parents = self.journal.sources([r.memory.id for r in kept if r.seq not in placed], ["captured"])
+        fusion = self.ranking.fusion
+        return RecallExplanation(
+            query=query,
+            mode=mode,
+            k=k,
+            floor=self.ranking.floor if floor is None else floor,
+            fusion={"k": fusion.k, "dense_weight": fusion.dense_weight, "sparse_weight": fusion.sparse_weight,
+                    "candidates": max(fusion.candidates, k)},
+            candidates={"dense": len(found.dense), "bm25": len(found.sparse)},
+            results=[_explained(r, "returned") for r in collapsed[:k]],
+            not_returned=[
+                _explained(r, "past k") if r.seq in placed else _explained(r, "collapsed", parents.get(r.memory.id, [None])[0])
+                for r in kept
+                if r.seq not in returned
+            ],
+            below_floor=[_explained(r, "below floor") for r in below],
+            notes=notes,
+        )  # fmt: skip
 
     def _check_budget(self, token_budget: int | None) -> None:
         if token_budget is not None and not 1 <= token_budget <= self.limits.max_result_tokens:
@@ -578,11 +657,73 @@ class LedgerService:
         chain = self.journal.history(self._label(memory_id, "id") or memory_id)
         return HistoryResult(id=memory_id, current=chain[-1].id, chain=chain)
 
+    # -- browsing (the web inspector) --------------------------------------------
+
+    def browse(
+        self,
+        kind: str | None = None,
+        tag: str | None = None,
+        session: str | None = None,
+        pinned: bool = False,
+        superseded: bool = False,
+        stale: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> MemoryPage:
+        """Live memories, newest first, filtered by each condition given; `pinned`, `superseded` and `stale`
+        keep only those. Each is marked stale when code it is anchored to changed."""
+        if not 1 <= limit <= self.limits.max_k:
+            raise InvalidArgument(f"limit={limit} is out of range: give 1 to {self.limits.max_k}")
+        if offset < 0:
+            raise InvalidArgument(f"offset={offset} is negative; give 0 or more")
+        changed = self._stale(self.journal.anchors()) if stale else None
+        memories, total = self.journal.browse(
+            kind=self._kind(kind) if kind else None,
+            tag=self._label(tag, "tag"),
+            session=self._label(session, "session"),
+            pinned=pinned,
+            superseded=superseded,
+            ids=sorted(changed) if changed is not None else None,
+            limit=limit,
+            offset=offset,
+        )
+        if changed is None:
+            changed = self._stale(self.journal.anchors([m.id for m in memories]))
+        tags, sessions = self.journal.labels()
+        return MemoryPage(
+            memories=[ListedMemory(**m.model_dump(), stale=m.id in changed) for m in memories],
+            total=total, offset=offset, limit=limit, tags=tags, sessions=sessions,
+        )  # fmt: skip
+
+    def _stale(self, anchors: Mapping[str, list[Anchor]]) -> set[str]:
+        """Which of these memories' anchored code changed since they were stored."""
+        return {
+            memory_id for memory_id, found in anchors.items() if self.anchors.changes(found, partial(self.journal.settle_anchor, memory_id))
+        }
+
+    def memory_detail(self, memory_id: str) -> MemoryDetail:
+        """One memory (a forgotten one shows as its tombstone), its supersession chain, code links and relations."""
+        memory = self.journal.get(self._label(memory_id, "id") or memory_id)
+        settle = partial(self.journal.settle_anchor, memory.id)
+        links = [
+            MemoryLink(target=anchor.target, description=describe(anchor), changed=next(iter(self.anchors.changes([anchor], settle)), None))
+            for anchor in self.journal.anchors([memory.id]).get(memory.id, [])
+        ]
+        return MemoryDetail(
+            memory=memory,
+            history=self.journal.history(memory.id),
+            links=links,
+            relations=[Relation(relation=r, id=other, direction=d) for r, other, d in self.journal.relations(memory.id)],
+        )
+
     # -- context packs -----------------------------------------------------------
 
-    def context(self, query: str | None = None, token_budget: int = 4000, session: str | None = None) -> ContextResult:
+    def context(
+        self, query: str | None = None, token_budget: int = 4000, session: str | None = None, record_access: bool = True
+    ) -> ContextResult:
         """One block within `token_budget`: project context, pins, then (for a query) the memories and code
-        it needs, then the session's latest turns."""
+        it needs, then the session's latest turns. A preview (`record_access=False`) leaves access stats,
+        which rank later recalls, as they were."""
         if not MIN_CONTEXT_TOKENS <= token_budget <= self.limits.max_result_tokens:
             raise InvalidArgument(
                 f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {self.limits.max_result_tokens} "
@@ -602,7 +743,8 @@ class LedgerService:
             ranked, _, mode, _ = self._retrieve(query, SearchFilter(), CONTEXT_MEMORIES + len(shown), session, None)
             ranked = [r for r in ranked if r.memory.id not in shown][:CONTEXT_MEMORIES]
             memories = self._hits(ranked)
-            self._touch([r.seq for r in ranked])
+            if record_access:
+                self._touch([r.seq for r in ranked])
             if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
                 found = self.code.search_code(query, CONTEXT_SYMBOLS).results
                 symbols = [hit for hit in found if hit.relevance >= self.ranking.floor]
@@ -746,6 +888,25 @@ def _hit(memory: Memory, changed: list[str], ranked: Ranked | None = None, sourc
         stale=bool(changed),
         changed=changed,
         source_of=source_of,
+    )
+
+
+def _explained(ranked: Ranked, fate: Fate, collapsed_into: str | None = None) -> ExplainedHit:
+    memory, sources = ranked.memory, ranked.sources
+    return ExplainedHit(
+        **memory.model_dump(include={"id", "text", "kind", "tags", "session", "created_at", "pinned", "superseded_by"}),
+        outdated_by=ranked.outdated_by,
+        dense=sources.dense,
+        dense_rank=sources.dense_rank,
+        bm25=sources.bm25,
+        bm25_rank=sources.bm25_rank,
+        coverage=sources.coverage,
+        relevance=ranked.relevance,
+        fused=sources.fused,
+        boosts=dict(sources.boosts),
+        score=ranked.score,
+        fate=fate,
+        collapsed_into=collapsed_into,
     )
 
 

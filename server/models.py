@@ -265,3 +265,79 @@ class CodeStatus(Record):
 
 
 Status.model_rebuild()  # it refers to CodeStatus, defined after it
+
+
+# -- inspection (the web inspector) -----------------------------------------------
+
+
+class ListedMemory(Memory):
+    stale: bool = Field(default=False, description="Code it is anchored to changed since it was stored.")
+
+
+class MemoryPage(Record):
+    memories: list[ListedMemory] = Field(description="Newest first.")
+    total: int = Field(description="How many live memories match the filter.")
+    offset: int
+    limit: int
+    tags: list[str] = Field(description="Every tag live memories carry, for choosing a filter.")
+    sessions: list[str] = Field(description="Sessions of live memories, most recent first.")
+
+
+class MemoryLink(Record):
+    target: Literal["file", "symbol"]
+    description: str = Field(description="The symbol and file, or the file.")
+    changed: str | None = Field(default=None, description="What changed since the memory was stored, if anything.")
+
+
+class Relation(Record):
+    relation: str = Field(description="captured, cites or covers.")
+    id: str
+    direction: Literal["from", "to"] = Field(description="from: this memory derives from it; to: it derives from this memory.")
+
+
+class MemoryDetail(Record):
+    memory: Memory
+    history: list[Memory] = Field(description="The supersession chain through it, oldest first.")
+    links: list[MemoryLink]
+    relations: list[Relation]
+
+
+Fate = Literal["returned", "past k", "collapsed", "below floor"]
+
+
+class ExplainedHit(Record):
+    """One candidate of a recall, with every number that placed it."""
+
+    id: str
+    text: str
+    kind: str
+    tags: list[str]
+    session: str | None
+    created_at: str
+    pinned: bool
+    superseded_by: str | None
+    outdated_by: str | None
+    dense: float | None = Field(description="Cosine similarity; null when the dense list did not find it.")
+    dense_rank: int | None = Field(description="Place in the dense list, from 0.")
+    bm25: float | None = Field(description="BM25 score; null when the BM25 list did not find it.")
+    bm25_rank: int | None
+    coverage: float = Field(description="Share of the query's terms it contains.")
+    relevance: float = Field(description="max(dense, coverage): what the floor applies to.")
+    fused: float = Field(description="Weighted reciprocal-rank fusion of the two places, before boosts.")
+    boosts: dict[str, float] = Field(description="Factors applied to the fused score: recency, access, kind, session, superseded.")
+    score: float = Field(description="fused times every boost: the ranking order.")
+    fate: Fate
+    collapsed_into: str | None = Field(default=None, description="For a captured memory whose turn took its place: the turn.")
+
+
+class RecallExplanation(Record):
+    query: str
+    mode: RecallMode
+    k: int
+    floor: float
+    fusion: dict[str, float] = Field(description="k, dense_weight, sparse_weight, candidates.")
+    candidates: dict[str, int] = Field(description="How many points each list returned: dense, bm25.")
+    results: list[ExplainedHit] = Field(description="What recall would return, in order (before any token budget).")
+    not_returned: list[ExplainedHit] = Field(description="Above the floor but past k, or collapsed into their turn.")
+    below_floor: list[ExplainedHit]
+    notes: list[str]

@@ -23,7 +23,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from project_ledger.indexers.search_index import Candidates, FusionParams, SearchFilter, fuse, relevance
+from project_ledger.indexers.search_index import Candidates, FusionParams, SearchFilter, fuse, positions, relevance
 
 from .models import Memory
 
@@ -55,12 +55,26 @@ class RankingParams:
 
 
 @dataclass(frozen=True)
+class Sources:
+    """Where a ranked memory's score came from, for explaining a ranking (`LedgerService.explain_recall`)."""
+
+    dense: float | None  # cosine similarity, when the dense list found it
+    dense_rank: int | None  # its place in that list, from 0
+    bm25: float | None  # BM25 score, when the BM25 list found it
+    bm25_rank: int | None
+    coverage: float  # share of the query's terms it contains
+    fused: float  # reciprocal-rank fusion of the two places, before boosts
+    boosts: Mapping[str, float]  # factors the fused score was multiplied by, by name
+
+
+@dataclass(frozen=True)
 class Ranked:
     seq: int
     memory: Memory
     score: float
     relevance: float
     outdated_by: str | None  # for a turn that stated a since-superseded decision: what replaced it
+    sources: Sources
 
 
 def for_window(params: RankingParams, where: SearchFilter) -> RankingParams:
@@ -134,6 +148,8 @@ def rank(
     """
     outdated = outdated or {}
     dense = {hit.seq: hit.score for hit in found.dense}
+    bm25 = {hit.seq: hit.score for hit in found.sparse}
+    dense_rank, bm25_rank = positions(found.dense), positions(found.sparse)
     floor = params.floor if floor is None else floor
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
@@ -149,6 +165,15 @@ def rank(
             score=score,
             relevance=relevance(dense.get(hit.seq), lexical.get(hit.seq, 0.0)),
             outdated_by=outdated.get(hit.seq),
+            sources=Sources(
+                dense=dense.get(hit.seq),
+                dense_rank=dense_rank.get(hit.seq),
+                bm25=bm25.get(hit.seq),
+                bm25_rank=bm25_rank.get(hit.seq),
+                coverage=lexical.get(hit.seq, 0.0),
+                fused=hit.score,
+                boosts=boosts,
+            ),
         )
         (kept if item.relevance >= floor else dropped).append(item)
     return sorted(kept, key=_order), sorted(dropped, key=_order)
