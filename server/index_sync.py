@@ -37,7 +37,7 @@ from project_ledger.indexers.search_index import (
     coverage,
 )
 
-from .errors import IndexUnavailable, StorageError
+from .errors import IndexUnavailable, LedgerError, StorageError
 from .journal import Change, Journal
 
 log = logging.getLogger(__name__)
@@ -215,12 +215,24 @@ class IndexSync:
         return self._index
 
     def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
-        """Catch up with the journal, then search; no catch-up, here or in another process, interleaves."""
+        """Catch up with the journal, then search; no catch-up, here or in another process, interleaves.
+
+        Any failure of the backend (a Qdrant server that stopped answering, a shard on a full disk) is
+        `IndexUnavailable`: searches say so, and a write's near-duplicate check is skipped rather than failing it.
+        """
         index = self.index()
-        with self._lock, index.sync_lock():
-            self._apply(index)
-            assert self._encoder is not None
-            return index.candidates(dense, self._encoder.query(query), where.conditions(), limit)
+        try:
+            with self._lock, index.sync_lock():
+                self._apply(index)
+                assert self._encoder is not None
+                return index.candidates(dense, self._encoder.query(query), where.conditions(), limit)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            raise IndexUnavailable(
+                f"the search index failed ({type(exc).__name__}: {exc}); the journal is intact, and the index catches up "
+                "when it answers again"
+            ) from exc
 
     def coverage(self, query: str, texts: dict[int, str]) -> dict[int, float]:
         """How much of the query's terms each text contains (see `search_index.coverage`)."""
