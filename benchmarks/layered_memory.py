@@ -1,7 +1,8 @@
 """Layered memory on the benchmark conversation: write-time capture, session gists, and recall after compaction.
 
     python benchmarks/layered_memory.py            # prints the tables
-    python benchmarks/layered_memory.py --write    # also updates the README
+    python benchmarks/layered_memory.py --write    # also updates the README, results/layered_memory.json and its figure
+    python benchmarks/layered_memory.py --plot-only  # redraws docs/bench/gist-compression.png from results/layered_memory.json
 
 1. Capture: the model-free extractors (`server/capture.py`) against hand labels
    (`data/capture_labels.json`: every one of the 664 turns labelled by a helper
@@ -86,8 +87,15 @@ def squash(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="write the tables into README.md")
+    parser.add_argument("--write", action="store_true", help="write the tables into README.md, results/layered_memory.json and the figure")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from results/layered_memory.json without a run")
     args = parser.parse_args()
+    if args.write or args.plot_only:
+        import plots  # before the run: without matplotlib (the `bench` extra) a run that is to be written stops here
+
+        if args.plot_only:
+            print(plots.gist_compression(plots.load_results("layered_memory")))
+            return
     data = json.loads(CONVERSATION.read_text())
     labels = json.loads(LABELS.read_text())["labels"]
     started = time.perf_counter()
@@ -105,7 +113,7 @@ def main() -> None:
 
         retired = {m["supersedes"] for m in data["memories"] if m["supersedes"]}
         ids = {key: ledger.journal.get_by_seqs([seq])[seq].id for key, seq in replay.seq_of.items()}
-        rows = []
+        rows, gists = [], []
         coverage: dict[int, list[float]] = {budget: [] for budget in BUDGETS}
         ratios, gist_tokens, raw_tokens, build_ms = [], 0, 0, []
         for session in data["sessions"]:
@@ -126,6 +134,7 @@ def main() -> None:
             ratios.append(raw / gist.tokens)
             gist_tokens += gist.tokens
             raw_tokens += raw
+            gists.append({"session": session["id"], "raw_tokens": raw, "gist_tokens": gist.tokens, "coverage": shares})
             rows.append(
                 f"| {session['id']} | {len(session['turns'])} | {raw} | {gist.tokens} | {raw / gist.tokens:.1f}x | {gist.bullets} "
                 f"(+{gist.left_out} left out) | {len(wanted)} | {shares[600]:.2f} | {shares[1200]:.2f} |"
@@ -170,7 +179,17 @@ def main() -> None:
     if args.write:
         from readme_table import replace_section
 
-        replace_section("layered-memory", text)
+        plots.save_results(
+            "layered_memory",
+            {
+                "measured": f"{datetime.now(UTC):%Y-%m-%d}",
+                "max_tokens": min(BUDGETS),
+                "sessions": gists,
+                "recall_at_10": {"before": before, "after": after},
+            },
+        )
+        figure = plots.gist_compression(plots.load_results("layered_memory"))
+        replace_section("layered-memory", text + "\n\n" + plots.image_link("Raw turn tokens against gist tokens per session", figure))
 
 
 if __name__ == "__main__":

@@ -2,13 +2,16 @@
 
     python benchmarks/performance.py                  # 1k, 10k and 100k memories (about 20 minutes)
     python benchmarks/performance.py --sizes 1000     # a quick run
-    python benchmarks/performance.py --write          # also updates the README's table
+    python benchmarks/performance.py --write          # also updates the README's table, results/performance.json and its figure
+    python benchmarks/performance.py --plot-only      # redraws docs/bench/latency-vs-size.png from results/performance.json
 
 What it measures (medians over repeated runs; p50/p95 over 200 queries):
 - cold start of `project-ledger serve` to the `initialize` answer, and to the first `recall` answered;
 - `remember` over MCP: one call at a time, and 16 calls in flight on one connection; and conversation
   turns one at a time (each one read by the capture extractors);
 - `recall` latency at each size, in-process with the query embedding timed apart, and end to end over stdio;
+- `remember` latency over stdio at each size, one call at a time once the server has settled (its
+  near-duplicate check searches the ledger);
 - rebuilding the index from the journal (stored vectors, no model run) at each size;
 - resident memory of a server process after it has answered recalls.
 
@@ -47,6 +50,7 @@ HERE = Path(__file__).parent
 CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())
 CONVERSATION = json.loads((HERE / "data" / "project_conversation.json").read_text())
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
+REMEMBERS = 100  # `remember` calls timed at each size
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -204,7 +208,7 @@ async def settle(session: ClientSession) -> None:
 
 
 async def stdio_recall(root: Path) -> dict[str, float]:
-    """Recall latency of a server whose background work (embedding, compaction) has finished."""
+    """Recall, then remember, latency of a server whose background work (embedding, compaction) has finished."""
     async with stdio_client(server(root)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         await session.call_tool("recall", {"query": "warm up"})
@@ -219,7 +223,20 @@ async def stdio_recall(root: Path) -> dict[str, float]:
             latencies.append(time.perf_counter() - started)
             assert not result.is_error
         rss = rss_of_children()
-    return {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95), "rss_mb": rss, "compaction": compacted}
+        writes = []
+        for n, memory in enumerate(CORPUS["memories"][:REMEMBERS]):
+            started = time.perf_counter()
+            result = await session.call_tool("remember", {"text": f"{memory['text']} (#{n})", "kind": memory["kind"]})
+            writes.append(time.perf_counter() - started)
+            assert not result.is_error
+    return {
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+        "remember_p50": percentile(writes, 50),
+        "remember_p95": percentile(writes, 95),
+        "rss_mb": rss,
+        "compaction": compacted,
+    }
 
 
 def rss_of_children() -> float:
@@ -243,9 +260,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--runs", type=int, default=5, help="cold starts to take the median of")
-    parser.add_argument("--write", action="store_true", help="write the table into README.md")
+    parser.add_argument("--write", action="store_true", help="write the table into README.md, results/performance.json and the figure")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from results/performance.json without a run")
     args = parser.parse_args()
+    if args.write or args.plot_only:
+        import plots  # before the run: without matplotlib (the `bench` extra) a run that is to be written stops here
 
+        if args.plot_only:
+            print(plots.latency_vs_size(plots.load_results("performance")))
+            return
+
+    load_at_start = os.getloadavg()
     start = anyio.run(cold_start, args.runs)
     print(f"cold start: {start}", file=sys.stderr)
     writes = anyio.run(remember_throughput, 200)
@@ -259,6 +284,7 @@ def main() -> None:
         ("memories embedded per second, first write to last vector (lower bound: shares the CPU with the writes)", f"{writes['embedded_per_s']:.0f} /s"),
         (f"`remember` of conversation turns over stdio, one at a time (capture on: {writes['captured']} memories from 200 turns)", f"{writes['turns']:.0f} /s"),
     ]
+    per_size = []
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
@@ -267,6 +293,7 @@ def main() -> None:
             local = in_process_recall(root)
             remote = anyio.run(stdio_recall, root)
             print(f"{size}: {local} {remote}", file=sys.stderr)
+        per_size.append({"size": size, "in_process": local, "stdio": remote})
         label = f"{size:,}"
         rows += [
             (f"index rebuild from the journal, {label} memories", f"{local['rebuild']:.1f} s"),
@@ -274,6 +301,10 @@ def main() -> None:
             (f"query embedding p50 / p95, {label}", f"{ms(local['embed_p50'])} / {ms(local['embed_p95'])}"),
             (f"background compaction (search graphs) before the stdio run, {label}", f"{remote['compaction']:.0f} s"),
             (f"`recall` over stdio p50 / p95 (embedding included), {label}", f"{ms(remote['p50'])} / {ms(remote['p95'])}"),
+            (
+                f"`remember` over stdio p50 / p95 ({REMEMBERS} calls, one at a time, after the recalls), {label}",
+                f"{ms(remote['remember_p50'])} / {ms(remote['remember_p95'])}",
+            ),
             (f"server resident memory after recalls, {label}", f"{remote['rss_mb']:.0f} MB"),
         ]
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
@@ -291,7 +322,19 @@ def main() -> None:
     if args.write:
         from readme_table import replace_section
 
-        replace_section("performance", table)
+        plots.save_results(
+            "performance",
+            {
+                "measured": time.strftime("%Y-%m-%d"),
+                "machine": machine,
+                "load_average": {"start": load_at_start, "end": os.getloadavg()},
+                "cold_start": start,
+                "remember": writes,
+                "sizes": per_size,
+            },
+        )
+        figure = plots.latency_vs_size(plots.load_results("performance"))
+        replace_section("performance", table + "\n\n" + plots.image_link("Recall and remember latency against ledger size", figure))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Retrieval quality of `recall` and `context` on a long project conversation, and how the ranking was tuned.
 
     python benchmarks/retrieval.py            # prints the tables
-    python benchmarks/retrieval.py --write    # also updates the README
+    python benchmarks/retrieval.py --write    # also updates the README, results/retrieval.json and its R@k figure
+    python benchmarks/retrieval.py --plot-only  # redraws docs/bench/recall-at-k.png from results/retrieval.json
 
 The main set (`data/project_conversation.json`, built by
 `data/build_conversation.py`) is a 13-session, 664-turn conversation about
@@ -56,6 +57,7 @@ PAIRS = HERE / "data" / "cleanliness_pairs.json"
 POOL = 50  # candidates fetched per leg; the tuned setting uses fewer
 CATEGORIES = ("early-fact", "current-decision", "identifier", "paraphrase", "two-turn", "temporal")
 BUDGETS = (1000, 2000, 4000)
+KS = range(1, 11)  # the R@k curve's k
 
 
 @dataclass(frozen=True)
@@ -79,18 +81,33 @@ class Scores:
         return f"{self.r1:.3f} | {self.r5:.3f} | {self.r10:.3f} | {self.mrr:.3f}"
 
 
+def recall_at(rankings: Sequence[Sequence[int]], questions: Sequence[Question], k: int) -> float:
+    """R@k: the share of a question's evidence groups with a member in the top k, averaged over the questions."""
+    shares = []
+    for ranked, question in zip(rankings, questions, strict=True):
+        top = set(ranked[:k])
+        shares.append(sum(bool(group & top) for group in question.evidence) / len(question.evidence))
+    return statistics.fmean(shares)
+
+
 def score(rankings: Sequence[Sequence[int]], questions: Sequence[Question]) -> Scores:
-    """R@k: the share of a question's evidence groups with a member in the top k. MRR: first evidence hit in the top 10."""
-    r = {1: [], 5: [], 10: []}
+    """R@1, R@5, R@10 (see `recall_at`) and MRR: the first evidence hit in the top 10."""
     mrr = []
     for ranked, question in zip(rankings, questions, strict=True):
-        for k in r:
-            top = set(ranked[:k])
-            r[k].append(sum(bool(group & top) for group in question.evidence) / len(question.evidence))
         every = set().union(*question.evidence)
         rank_of = next((i for i, seq in enumerate(ranked[:10]) if seq in every), None)
         mrr.append(0.0 if rank_of is None else 1 / (rank_of + 1))
-    return Scores(*(statistics.fmean(r[k]) for k in (1, 5, 10)), statistics.fmean(mrr))
+    return Scores(*(recall_at(rankings, questions, k) for k in (1, 5, 10)), statistics.fmean(mrr))
+
+
+def curve(name: str, method: str, rankings: Sequence[Sequence[int]], questions: Sequence[Question]) -> dict:
+    """One method's line in results/retrieval.json: R@k for every k in KS, and its MRR."""
+    return {
+        "name": name,
+        "baseline": method in BASELINES,
+        "recall_at_k": [round(recall_at(rankings, questions, k), 4) for k in KS],
+        "mrr": round(score(rankings, questions).mrr, 4),
+    }
 
 
 def superseded_first(rankings: Sequence[Sequence[int]], questions: Sequence[Question]) -> int:
@@ -295,7 +312,8 @@ def context_usage(ledger: LedgerService, questions: list[Question]) -> list[str]
     return lines
 
 
-def old_corpus(params: RankingParams) -> list[str]:
+def old_corpus(params: RankingParams) -> tuple[list[str], list[dict]]:
+    """The held-out corpus's table rows, and its R@k curves."""
     corpus = json.loads(OLD_CORPUS.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         ledger = open_ledger(Settings(root=Path(tmp), data_dir=Path(tmp) / "data", code_index=False), Path(tmp))
@@ -316,13 +334,14 @@ def old_corpus(params: RankingParams) -> list[str]:
         ]
         pool = pools(ledger, [q.text for q in questions], [q.where for q in questions])
         everything = list(range(len(questions)))
-        lines = []
+        lines, curves = [], []
         for name, method in METHODS:
             floor = params.floor if method == "floor" else 0.0
             found = rankings(pool, everything, "full" if method == "floor" else method, params, floor)
             lines.append(f"| {name} | {score(found, questions).row()} |")
+            curves.append(curve(name, method, found, questions))
         ledger.close()
-    return lines
+    return lines, curves
 
 
 def cleanliness(tmp: Path) -> list[str]:
@@ -366,12 +385,20 @@ METHODS = (
     ("full ranking, relevance floor applied", "floor"),
     ("as shipped (the defaults, with their floor)", "shipped"),
 )
+BASELINES = {"bm25", "dense", "rrf"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="write the tables into README.md")
+    parser.add_argument("--write", action="store_true", help="write the tables into README.md, results/retrieval.json and the figure")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from results/retrieval.json without a run")
     args = parser.parse_args()
+    if args.write or args.plot_only:
+        import plots  # before the run: without matplotlib (the `bench` extra) a run that is to be written stops here
+
+        if args.plot_only:
+            print(plots.recall_at_k(plots.load_results("retrieval")))
+            return
     data = json.loads(CONVERSATION.read_text())
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -408,16 +435,19 @@ def main() -> None:
             "| method | R@1 | R@5 | R@10 | MRR | R@10 " + " | ".join(CATEGORIES) + " | outdated version ranked above the current one |",
             "|---|---|---|---|---|" + "---|" * len(CATEGORIES) + "---|",
         ]
+        curves = []
         for name, method in METHODS:
+            found = ranked_by(everything, method)
             per = " | ".join(f"{table(by_category[c], method).r10:.3f}" for c in CATEGORIES)
-            lines.append(f"| {name} | {table(everything, method).row()} | {per} | {superseded_first(ranked_by(everything, method), questions)} |")
+            lines.append(f"| {name} | {score(found, questions).row()} | {per} | {superseded_first(found, questions)} |")
+            curves.append(curve(name, method, found, questions))
         best_leg = max(table(everything, "bm25").r10, table(everything, "dense").r10)
         gain = table(everything, "full").r10 - best_leg
         gain_floored = table(everything, "floor").r10 - best_leg
         usage = context_usage(ledger, questions)
         clean = cleanliness(Path(tmp))
         ledger.close()
-    held_out = old_corpus(final)
+    held_out, held_out_curves = old_corpus(final)
     seconds = time.perf_counter() - started
 
     text = "\n".join(
@@ -457,7 +487,20 @@ def main() -> None:
     if args.write:
         from readme_table import replace_section
 
-        replace_section("retrieval", text)
+        plots.save_results(
+            "retrieval",
+            {
+                "measured": f"{datetime.now(UTC):%Y-%m-%d}",
+                "ks": list(KS),
+                "chosen": describe(final) + f"; relevance floor {final.floor:.2f}",
+                "corpora": [
+                    {"title": f"Project conversation ({len(questions)} questions)", "methods": curves},
+                    {"title": f"Held-out synthetic corpus ({OLD_CORPUS.name})", "methods": held_out_curves},
+                ],
+            },
+        )
+        figure = plots.recall_at_k(plots.load_results("retrieval"))
+        replace_section("retrieval", text + "\n\n" + plots.image_link("Recall@k of the ledger's ranking against its baselines", figure))
 
 
 if __name__ == "__main__":
