@@ -222,7 +222,7 @@ def test_a_client_on_an_older_protocol_revision_is_served_in_it(project: Project
     assert report["negotiated_protocol_version"] == revision
     assert report["server_info"]["name"] == "project-ledger"
     assert {"remember", "recall"} <= set(report["tool_names"])
-    found = re.fullmatch(r"remembered as (\S+)", report["remember"]["text"])
+    found = re.match(r"remembered as (\w+)", report["remember"]["text"])  # a note may follow, e.g. while the index opens
     assert found, report["remember"]["text"]
     memory, sent = found[1], report["remember"]["sent"]
     assert f"<memory id={memory} " in report["recall"]["text"] and sent in report["recall"]["text"]
