@@ -1,6 +1,6 @@
 """Speed and memory of the ledger, measured through the same entry points users run.
 
-    python benchmarks/performance.py                  # 1k, 10k and 100k memories (about 20 minutes)
+    python benchmarks/performance.py                  # 1k, 10k and 100k memories (about 12 minutes)
     python benchmarks/performance.py --sizes 1000     # a quick run
     python benchmarks/performance.py --write          # also updates the README's table, results/performance.json and its figure
     python benchmarks/performance.py --plot-only      # redraws docs/bench/latency-vs-size.png from results/performance.json
