@@ -87,7 +87,7 @@ def serve(settings: Settings, transport: str, host: str, port: int) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     check_token(host, token)
-    app = create_server(settings, Path.cwd())
+    app = create_server(settings, Path.cwd(), follow_roots=False)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
     hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
     anyio.run(serve_http, app, host, port, token, hosts, origins)

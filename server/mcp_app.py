@@ -326,17 +326,19 @@ class LedgerTools:
         return (await self._call(lambda ledger: ledger.session_start())).text
 
 
-def create_server(settings: Settings, cwd: Path) -> MCPServer:
+def create_server(settings: Settings, cwd: Path, follow_roots: bool = True) -> MCPServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
 
     If the journal cannot be opened (a read-only or damaged data directory), the server still starts: its
     instructions and every call say why, and each call tries again. Without `--root`, the project is the client's
-    workspace (MCP roots) when it offers one, else the working directory's project, never the home directory or `/`.
+    workspace (MCP roots) when it offers one and `follow_roots` is set, else the working directory's project, never
+    the home directory or `/`. A server shared by several clients (HTTP) does not follow roots: they would pull it
+    from one project to another.
     """
     choice = from_working_directory(cwd) if settings.root is None else named_root(settings.root)
     explicit = choice.source == "--root"
     handle = LedgerHandle(lambda root: open_ledger(settings.model_copy(update={"root": root}), cwd), choice.root, choice.reason)
-    roots = ClientRoots(handle, choice.source, follow=not explicit)
+    roots = ClientRoots(handle, choice.source, follow=follow_roots and not explicit)
     tools = LedgerTools(handle, roots, settings.sampling, settings.sampling_timeout_seconds)
 
     @asynccontextmanager
@@ -353,7 +355,7 @@ def create_server(settings: Settings, cwd: Path) -> MCPServer:
         title="Project Ledger",
         description="A persistent, per-project memory for coding agents: decisions, notes, code symbols and project context, "
         "recalled within a token budget.",
-        instructions=instructions(tools, handle, explicit),
+        instructions=instructions(tools, handle, roots),
         version=version(),
         lifespan=lifespan,
     )
@@ -370,16 +372,18 @@ def named_root(root: Path) -> RootChoice:
     return RootChoice(root, "--root") if root.is_dir() else RootChoice(None, "--root", f"--root {root} is not an existing directory")
 
 
-def instructions(tools: LedgerTools, handle: LedgerHandle, explicit_root: bool) -> str:
+def instructions(tools: LedgerTools, handle: LedgerHandle, roots: ClientRoots) -> str:
     """The session-start pack, or what is wrong and what to do about it."""
     if handle.error is None:
         return tools.ledger.session_start().text
-    if handle.root is None and not explicit_root:
+    if handle.root is None and roots.follow:
         text = (
             f"project-ledger has {handle.error} It will serve your workspace's project if your client shares its roots "
             "(MCP roots); if it does not, start the server with --root <project directory>. Nothing is stored until then; "
             "once a project is served, the session_start prompt and the context tool give its context."
         )
+    elif handle.root is None:
+        text = f"project-ledger has {handle.error} Start the server with --root <project directory>; nothing is stored until then."
     else:
         text = f"project-ledger cannot open this project's data: {handle.error} Every tool says so until it is fixed."
     log.error("%s", text)

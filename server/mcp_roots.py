@@ -93,6 +93,12 @@ class ClientRoots:
         self._answered.set()
 
     async def _switch(self, root: Path) -> None:
-        if await anyio.to_thread.run_sync(self.handle.switch, root):
+        try:
+            switched = await anyio.to_thread.run_sync(self.handle.switch, root)
+        except Exception as exc:  # this runs in the server's task group: a failure here must not end the session
+            self.note = f"could not switch to the client's workspace root {root} ({type(exc).__name__}: {exc})"
+            log.exception("%s", self.note)
+            return
+        if switched:
             log.info("serving %s, the client's workspace root", root)
         self.source, self.note = "client roots", None
