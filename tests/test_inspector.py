@@ -28,6 +28,9 @@ from playwright.async_api import BrowserContext, Page, async_playwright
 
 from .conftest import EXECUTABLE, Ledger, Project, run_cli, serve
 
+# The module's tests share one project, inspector, browser and MCP client: keep them on one test worker.
+pytestmark = pytest.mark.xdist_group("inspector")
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
