@@ -12,6 +12,7 @@ a rebuild never has to run the model again for text that was already embedded.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -162,6 +163,10 @@ class Journal:
         self._lock = threading.RLock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if _read_only_filesystem(path.parent):
+                # SQLite would open a WAL journal whose -wal and -shm files a killed process left behind even here,
+                # and the failure would surface later and elsewhere (the index); say what is wrong, now.
+                raise OSError(errno.EROFS, "read-only file system", str(path.parent))
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=wait_seconds)
             self._db.row_factory = sqlite3.Row
             self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")

@@ -77,6 +77,19 @@ async def test_a_full_disk_refuses_writes_clearly_and_recovers_when_space_is_fre
         assert (await ledger.recall("written once space was freed"))[0]["text"] == "Written once space was freed."
 
 
+def leave_wal_files_behind(journal: Path) -> None:
+    """A writer killed mid-session leaves the journal's -wal and -shm files; with them, SQLite can open the journal
+    even on a read-only disk, which once made the failure show up later, in the index, instead of at the start."""
+    script = (
+        "import os, signal, sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('BEGIN IMMEDIATE'); db.execute('COMMIT')\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(journal)], check=False)
+    assert journal.with_name(journal.name + "-shm").exists() and journal.with_name(journal.name + "-wal").exists()
+
+
 async def test_a_read_only_data_directory_is_named_as_the_cause_and_the_server_recovers_when_it_clears(
     project: Project, small_disk: Path
 ) -> None:
@@ -85,6 +98,7 @@ async def test_a_read_only_data_directory_is_named_as_the_cause_and_the_server_r
     project.env["LEDGER_DATA_DIR"] = str(small_disk / "ledger")
     async with serve(project) as ledger:
         kept = {await ledger.remember("Release branches are cut on Thursdays."): "Release branches are cut on Thursdays."}
+    leave_wal_files_behind(small_disk / "ledger" / "journal.sqlite3")
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     try:
         assert "the data directory is read-only" in cli_failure(project, "remember", "From the CLI, read-only.")
