@@ -267,11 +267,8 @@ def reindex(settings: Settings) -> None:
     started = time.perf_counter()
     with opened(settings, index=True) as ledger, progress_bars() as report:
         embedder = ledger.sync.embedder
-        if embedder.load():
-            pending, done = ledger.journal.count_missing_embeddings(embedder.identity), 0
-            while batch := ledger.sync.embed_missing(256):
-                done += batch
-                report("embedding memories", done, pending)
+        if ledger.journal.count_missing_embeddings(embedder.identity) and embedder.load():  # the model only when needed
+            ledger.sync.embed_all(lambda done, total: report("embedding memories", done, total))
         report("rebuilding the index", 0, None)
         points = ledger.reindex()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")

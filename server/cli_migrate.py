@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from .cli_support import ledger_errors, project_options
 from .config import Settings
-from .migration import Migration, Target
-from .migration import migrate as run_migration
 from .progress import progress_bars
+
+if TYPE_CHECKING:
+    from .migration import Migration, Target
 
 EXAMPLES = """
 \b
@@ -50,6 +52,8 @@ def migrate(settings: Settings, to_server: bool, to_embedded: bool, into: Path |
     """
     if to_server == to_embedded:
         raise click.ClickException("choose one direction: --to-server or --to-embedded (see `project-ledger migrate --help`)")
+    from .migration import migrate as run_migration  # with the factory and the indexes: not on every command's path
+
     target: Target = "server" if to_server else "embedded"
     with progress_bars() as report:
         result = run_migration(settings, Path.cwd(), target, into, drop_server_collections, report)

@@ -85,8 +85,7 @@ def opened(settings: Settings, index: bool = False, model: bool = False, code_se
             ledger.sync.open_now()
             ledger.sync.index()  # raises, with the reason, if it could not open
         if model and ledger.sync.embedder.load():
-            while ledger.sync.embed_missing(256):
-                pass
+            ledger.sync.embed_all()
         if code_search and ledger.code is not None:
             ledger.code.search.open_now()
         yield ledger

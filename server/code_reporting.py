@@ -19,10 +19,7 @@ def index_with_progress(code: CodeService, embed: bool, as_json: bool) -> str:
         summary = code.indexer.scan(scanning)
         vectors = 0
         if embed and code.search.load_model():
-            pending = code.search.pending_vectors()
-            while batch := code.search.embed_some():
-                vectors += batch
-                report("embedding symbols", vectors, pending)
+            vectors = code.search.embed_all(lambda done, total: report("embedding symbols", done, total))
     counts = code.store.counts()
     if as_json:
         return json.dumps(

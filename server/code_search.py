@@ -169,6 +169,16 @@ class CodeSearch:
             index.upsert([_doc(change, encoder) for change in changes])
             index.set_watermark(top)
 
+    def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every symbol that has no vector yet, now, in this thread (the CLI's way; a server does it in the
+        background). `progress(done, total)` follows each batch. Returns how many."""
+        total, done = self.pending_vectors(), 0
+        while batch := self.embed_some():
+            done += batch
+            if progress is not None:
+                progress(done, total)
+        return done
+
     def embed_some(self) -> int:
         """Embed one batch of symbols that have no vector yet; how many (0: none left, or no model)."""
         if self._embedder.state != "ready":

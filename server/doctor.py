@@ -131,8 +131,7 @@ def _vectors(ledger: LedgerService, fix: bool) -> Finding:
     detail = f"{missing} memories have no vector yet (a running server computes them in the background)"
     if not fix or ledger.sync.embedder.state != "ready":
         return Finding("vectors", "warning", detail + ("; --fix computes them now" if not fix else ""))
-    while ledger.sync.embed_missing(256):
-        pass
+    ledger.sync.embed_all()
     ledger.sync.catch_up()
     return Finding("vectors", "fixed", detail + "; computed them")
 

@@ -297,6 +297,16 @@ class IndexSync:
 
     # -- vectors -------------------------------------------------------------------
 
+    def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every memory that has no vector for the current model, now, in this thread (the CLI's way; a
+        server does it in the background). `progress(done, total)` follows each batch. Returns how many."""
+        total, done = self._journal.count_missing_embeddings(self.embedder.identity), 0
+        while batch := self.embed_missing(EMBED_BATCH):
+            done += batch
+            if progress is not None:
+                progress(done, total)
+        return done
+
     def embed_missing(self, limit: int) -> int:
         """Embed up to `limit` memories that have no vector for the current model. Returns how many."""
         if self.embedder.state != "ready":

@@ -5,11 +5,13 @@ A blank field means "not given", as a browser sends every field of a form.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from .errors import InvalidArgument
 
 TRUE = frozenset({"1", "on", "true", "yes"})
+N = TypeVar("N", int, float)
 
 
 def text(params: Mapping[str, str], name: str) -> str | None:
@@ -24,21 +26,20 @@ def flag(params: Mapping[str, str], name: str) -> bool:
 
 def whole(params: Mapping[str, str], name: str, default: int, label: str | None = None) -> int:
     """A whole number; the service checks its range."""
-    value = params.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidArgument(f"{label or name} must be a whole number, not {value!r}") from None
+    value = _parsed(params, name, int, f"{label or name} must be a whole number")
+    return default if value is None else value
 
 
 def fraction(params: Mapping[str, str], name: str) -> float | None:
     """A number such as 0.3, or None when blank; the service checks its range."""
+    return _parsed(params, name, float, f"{name} must be a number such as 0.3")
+
+
+def _parsed(params: Mapping[str, str], name: str, convert: Callable[[str], N], requirement: str) -> N | None:
     value = params.get(name, "").strip()
     if not value:
         return None
     try:
-        return float(value)
+        return convert(value)
     except ValueError:
-        raise InvalidArgument(f"{name} must be a number such as 0.3, not {value!r}") from None
+        raise InvalidArgument(f"{requirement}, not {value!r}") from None

@@ -387,7 +387,7 @@ class LedgerService:
     ) -> tuple[list[Ranked], int, RecallMode, list[str]]:
         """Ranked memories above the floor (at most `k`), how many fell under it, the mode, and notes."""
         kept, below, _, mode, notes = self._rank(query, where, k, session, floor)
-        return self._collapse_captured(kept)[:k], len(below), mode, notes
+        return collapse_captured(kept, self._captured_parents(kept))[:k], len(below), mode, notes
 
     def _rank(
         self, query: str, where: SearchFilter, k: int, session: str | None, floor: float | None
@@ -411,9 +411,10 @@ class LedgerService:
         kept, below = rank(found, memories, lexical, params, time.time(), session, floor, self.outdated(memories))
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 
-    def _collapse_captured(self, ranked: list[Ranked]) -> list[Ranked]:
+    def _captured_parents(self, ranked: list[Ranked]) -> dict[str, str]:
+        """The turn each captured memory among these was captured from, by id."""
         parents = self.journal.sources([r.memory.id for r in ranked if "captured" in r.memory.tags], ["captured"])
-        return collapse_captured(ranked, {child: found[0] for child, found in parents.items()})
+        return {child: found[0] for child, found in parents.items()}
 
     def outdated(self, memories: Mapping[int, Memory]) -> dict[int, str]:
         """Which of these turns (and memories captured from turns) stated a decision that was later superseded
@@ -580,10 +581,10 @@ class LedgerService:
         where = self._where(kinds, tags, session, since, until, include_superseded)
         floor = self._floor(min_relevance)
         kept, below, found, mode, notes = self._rank(query, where, k, self._label(current_session, "current_session"), floor)
-        collapsed = self._collapse_captured(kept)
+        parents = self._captured_parents(kept)
+        collapsed = collapse_captured(kept, parents)
         returned = {r.seq for r in collapsed[:k]}
         placed = {r.seq for r in collapsed}
-        parents = self.journal.sources([r.memory.id for r in kept if r.seq not in placed], ["captured"])
         fusion = self.ranking.fusion
         return RecallExplanation(
             query=query,
@@ -595,7 +596,7 @@ class LedgerService:
             candidates={"dense": len(found.dense), "bm25": len(found.sparse)},
             results=[_explained(r, "returned") for r in collapsed[:k]],
             not_returned=[
-                _explained(r, "past k") if r.seq in placed else _explained(r, "collapsed", parents.get(r.memory.id, [None])[0])
+                _explained(r, "past k") if r.seq in placed else _explained(r, "collapsed", parents.get(r.memory.id))
                 for r in kept
                 if r.seq not in returned
             ],
@@ -676,7 +677,7 @@ class LedgerService:
             raise InvalidArgument(f"limit={limit} is out of range: give 1 to {self.limits.max_k}")
         if offset < 0:
             raise InvalidArgument(f"offset={offset} is negative; give 0 or more")
-        changed = self._stale(self.journal.anchors()) if stale else None
+        changed = set(self._anchor_changes(self.journal.anchors())) if stale else None
         memories, total = self.journal.browse(
             kind=self._kind(kind) if kind else None,
             tag=self._label(tag, "tag"),
@@ -688,18 +689,17 @@ class LedgerService:
             offset=offset,
         )
         if changed is None:
-            changed = self._stale(self.journal.anchors([m.id for m in memories]))
+            changed = set(self._anchor_changes(self.journal.anchors([m.id for m in memories])))
         tags, sessions = self.journal.labels()
         return MemoryPage(
             memories=[ListedMemory(**m.model_dump(), stale=m.id in changed) for m in memories],
             total=total, offset=offset, limit=limit, tags=tags, sessions=sessions,
         )  # fmt: skip
 
-    def _stale(self, anchors: Mapping[str, list[Anchor]]) -> set[str]:
-        """Which of these memories' anchored code changed since they were stored."""
-        return {
-            memory_id for memory_id, found in anchors.items() if self.anchors.changes(found, partial(self.journal.settle_anchor, memory_id))
-        }
+    def _anchor_changes(self, anchors: Mapping[str, list[Anchor]]) -> dict[str, list[str]]:
+        """What changed in each of these memories' anchored code since it was stored; unchanged ones left out."""
+        changes = {memory_id: self.anchors.changes(found, partial(self.journal.settle_anchor, memory_id)) for memory_id, found in anchors.items()}
+        return {memory_id: changed for memory_id, changed in changes.items() if changed}
 
     def memory_detail(self, memory_id: str) -> MemoryDetail:
         """One memory (a forgotten one shows as its tombstone), its supersession chain, code links and relations."""
@@ -830,11 +830,8 @@ class LedgerService:
         return self.sync.rebuild()
 
     def stale_memories(self) -> list[StaleMemory]:
-        stale = []
-        for memory_id, anchors in self.journal.anchors().items():
-            if changed := self.anchors.changes(anchors, partial(self.journal.settle_anchor, memory_id)):
-                stale.append(StaleMemory(id=memory_id, changed=changed))
-        return stale[:MAX_STALE_LISTED]
+        changes = self._anchor_changes(self.journal.anchors())
+        return [StaleMemory(id=memory_id, changed=changed) for memory_id, changed in changes.items()][:MAX_STALE_LISTED]
 
     def status(self) -> Status:
         counts = self.journal.counts()

@@ -28,8 +28,6 @@ Target = Literal["server", "embedded"]
 Report = Callable[[str, int, int | None], None]
 """Progress: (step, done, total); total None while it is unknown."""
 
-EMBED_BATCH = 64
-
 
 def _quiet(step: str, done: int, total: int | None) -> None:
     """No progress reporting."""
@@ -191,22 +189,12 @@ def _embed_memories(ledger: LedgerService, report: Report) -> None:
     embedder = ledger.sync.embedder
     if not embedder.load():
         raise IndexUnavailable(f"the embedding model {embedder.identity} could not be loaded ({embedder.detail})")
-    missing = ledger.journal.count_missing_embeddings(embedder.identity)
-    done = 0
-    report("embedding memories", done, missing)
-    while batch := ledger.sync.embed_missing(EMBED_BATCH):
-        done += batch
-        report("embedding memories", done, missing)
+    ledger.sync.embed_all(lambda done, total: report("embedding memories", done, total))
 
 
 def _scan_and_embed_code(code: CodeService, report: Report) -> None:
     code.indexer.scan(lambda progress: report("parsing files", progress.done, progress.total or None))
-    pending = code.search.pending_vectors()
-    done = 0
-    report("embedding symbols", done, pending)
-    while batch := code.search.embed_some():
-        done += batch
-        report("embedding symbols", done, pending)
+    code.search.embed_all(lambda done, total: report("embedding symbols", done, total))
 
 
 def _verify(indexes: SearchIndexes, kind: IndexKind, caught_up: Callable[[int], bool], expected: Callable[[], int]) -> Verified:

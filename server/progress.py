@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 Report = Callable[[str, int, int | None], None]
 
@@ -19,7 +19,13 @@ Report = Callable[[str, int, int | None], None]
 @contextmanager
 def progress_bars() -> Iterator[Report]:
     """A `Report` drawing one bar per step; the bars disappear when the block ends (a summary line follows).
-    Nothing is drawn when stderr is not a terminal: a log keeps only the result, or the one-line error."""
+    Nothing is drawn when stderr is not a terminal: a log keeps only the result, or the one-line error.
+
+    rich is imported here, not with the module: every command, `serve` included, loads the CLI, and rich
+    costs about 50 ms that only the long commands need."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bars:
