@@ -54,7 +54,8 @@ from typing import Any
 import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from project_ledger.indexers.languages import language_for
+
+from project_ledger.code.languages import language_for
 
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 CTAGS = "/usr/bin/ctags"

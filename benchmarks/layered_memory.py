@@ -35,10 +35,10 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from project_ledger.capture import propose
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
-from project_ledger.ledger import LedgerService
+from project_ledger.memory.capture import propose
+from project_ledger.memory.service import LedgerService
 from retrieval import CONVERSATION, Question, Replay, questions_of, score
 
 HERE = Path(__file__).parent

@@ -39,12 +39,13 @@ import anyio
 import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
-from project_ledger.index_sync import GRAPH_MIN_POINTS
-from project_ledger.indexers.embedding import create_embedder, to_bytes
-from project_ledger.journal import Journal
-from project_ledger.tokens import TokenCounter
+from project_ledger.search.embedding import create_embedder, to_bytes
+from project_ledger.storage.index_sync import GRAPH_MIN_POINTS
+from project_ledger.storage.journal import Journal
+from project_ledger.text.tokens import TokenCounter
 
 HERE = Path(__file__).parent
 CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())

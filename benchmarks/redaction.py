@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from project_ledger.redaction import TYPES, redact
+from project_ledger.text.redaction import TYPES, redact
 
 HERE = Path(__file__).parent
 REPO = HERE.parent

@@ -39,16 +39,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
 
-import project_ledger.journal as journal_module
+import project_ledger.storage.journal as journal_module
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
-from project_ledger.indexers.search_index import Candidates, FusionParams, SearchFilter, fuse
-from project_ledger.ledger import LedgerService, parse_moment
+from project_ledger.memory.project_context import ProjectContextFile
+from project_ledger.memory.ranking import RankingParams, for_window, rank
+from project_ledger.memory.restatement import RestatementCheck
+from project_ledger.memory.service import LedgerService, parse_moment
 from project_ledger.models import Memory
-from project_ledger.project_context import ProjectContextFile
-from project_ledger.ranking import RankingParams, for_window, rank
-from project_ledger.restatement import RestatementCheck
-from project_ledger.text_signals import content_words, specifics
+from project_ledger.search.fusion import FusionParams, fuse
+from project_ledger.search.index import Candidates, SearchFilter
+from project_ledger.text.text_signals import content_words, specifics
 
 HERE = Path(__file__).parent
 CONVERSATION = HERE / "data" / "project_conversation.json"

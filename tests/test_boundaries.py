@@ -1,7 +1,7 @@
-"""Imports flow one way: MCP tools and CLI -> ledger service -> journal, index sync -> indexers.
+"""Imports flow one way, and the folders say which: entry points (`mcp/`, `cli/`, `inspector/`) on top,
+`memory/`, `code/` and `maintenance/` below them, `storage/` and `search/` under those, `text/` at the bottom.
 
-Checked from the source with `ast`, relative imports resolved to the installed names
-(`server/` is `project_ledger`, `indexers/` is `project_ledger.indexers`).
+Checked from the source with `ast`; the import names are the paths under `src/`.
 """
 
 from __future__ import annotations
@@ -11,34 +11,23 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"server": "project_ledger", "indexers": "project_ledger.indexers"}
-EDGES = {
-    "project_ledger.cli",
-    "project_ledger.cli_support",
-    "project_ledger.cli_setup",
-    "project_ledger.cli_migrate",
-    "project_ledger.cli_memories",
-    "project_ledger.client_config",
-    "project_ledger.inspector",
-    "project_ledger.inspector_params",
-    "project_ledger.inspector_security",
-    "project_ledger.cli_inspect",
-    "project_ledger.mcp_app",
-    "project_ledger.mcp_roots",
-    "project_ledger.stdio_transport",
-    "project_ledger.http_transport",
-    "project_ledger.__main__",
-}
-BELOW_THE_SERVICE = {"project_ledger.journal", "project_ledger.index_sync", "project_ledger.compaction"}
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "project_ledger"
+ENTRY_POINTS = {"project_ledger.mcp", "project_ledger.cli", "project_ledger.inspector"}
+FRAMEWORKS = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "jinja2"}
+SERVICES = {"project_ledger.memory", "project_ledger.code", "project_ledger.maintenance"}
 
 
 def module_name(path: Path) -> str:
-    return f"{PACKAGES[path.parent.name]}.{path.stem}"
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imports_of(path: Path) -> set[str]:
-    package = PACKAGES[path.parent.name].split(".")
+    """Every module `path` imports, relative imports resolved; `from a import b` counts as a and a.b."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -47,33 +36,50 @@ def imports_of(path: Path) -> set[str]:
             base = package[: len(package) - node.level + 1] if node.level else []
             module = ".".join([*base, *([node.module] if node.module else [])])
             names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)  # `from . import x` imports module x
+            names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
 
 
-def sources(folder: str) -> list[Path]:
-    return sorted((ROOT / folder).glob("*.py"))
+def room(folder: str) -> list[Path]:
+    return sorted((PACKAGE / folder).rglob("*.py"))
 
 
-def test_relative_imports_resolve_to_installed_names() -> None:
-    assert "project_ledger.journal" in imports_of(ROOT / "server" / "ledger.py")
-    assert "project_ledger.indexers.search_index" in imports_of(ROOT / "indexers" / "edge_index.py")
+def within(names: set[str], prefixes: set[str]) -> set[str]:
+    return {n for n in names if any(n == p or n.startswith(p + ".") for p in prefixes)}
 
 
-@pytest.mark.parametrize("path", [p for p in sources("server") if module_name(p) not in EDGES], ids=lambda p: p.name)
-def test_the_service_layer_knows_nothing_of_mcp_click_or_its_callers(path: Path) -> None:
+def test_import_names_are_the_source_paths() -> None:
+    assert module_name(PACKAGE / "memory" / "service.py") == "project_ledger.memory.service"
+    assert "project_ledger.storage.journal" in imports_of(PACKAGE / "memory" / "service.py")
+
+
+LOWER = [*room("text"), *room("storage"), *room("search"), *room("code"), *room("memory"), *room("maintenance")]
+
+
+@pytest.mark.parametrize("path", LOWER, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_below_the_entry_points_nothing_knows_mcp_click_http_or_its_callers(path: Path) -> None:
     imports = imports_of(path)
-    assert not {name for name in imports if name.split(".")[0] in {"mcp", "mcp_types", "click"}}
-    assert not imports & EDGES
+    assert not {n for n in imports if n.split(".")[0] in FRAMEWORKS}
+    assert not within(imports, ENTRY_POINTS)
 
 
-@pytest.mark.parametrize("path", [p for p in sources("server") if module_name(p) in BELOW_THE_SERVICE], ids=lambda p: p.name)
-def test_storage_modules_do_not_call_back_into_the_service(path: Path) -> None:
-    assert "project_ledger.ledger" not in imports_of(path)
+@pytest.mark.parametrize("path", [*room("storage"), *room("search")], ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_storage_and_search_never_call_up_into_the_services(path: Path) -> None:
+    assert not within(imports_of(path), SERVICES)
 
 
-@pytest.mark.parametrize("path", sources("indexers"), ids=lambda p: p.name)
-def test_indexers_do_not_reach_up_into_the_server(path: Path) -> None:
+@pytest.mark.parametrize("path", room("search"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_search_does_not_know_the_journal(path: Path) -> None:
+    assert not within(imports_of(path), {"project_ledger.storage"})
+
+
+@pytest.mark.parametrize("path", room("text"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_text_imports_nothing_of_the_project(path: Path) -> None:
+    assert not {n for n in imports_of(path) if n.split(".")[0] == "project_ledger"}
+
+
+@pytest.mark.parametrize("path", [*room("storage"), *room("search"), *room("code")], ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_storage_search_and_code_take_plain_values_not_settings(path: Path) -> None:
     imports = imports_of(path)
-    assert not {n for n in imports if n.startswith("project_ledger") and not n.startswith("project_ledger.indexers")}
-    assert not {n for n in imports if n.split(".")[0] in {"mcp", "mcp_types", "click", "pydantic_settings"}}
+    assert not within(imports, {"project_ledger.config", "project_ledger.factory"})
+    assert "pydantic_settings" not in {n.split(".")[0] for n in imports}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from project_ledger.indexers.repo_map import MapDefinition, MapUse, build_repo_map, rank_definitions
+from project_ledger.code.repo_map import MapDefinition, MapUse, build_repo_map, rank_definitions
 
 
 def definition(path: str, name: str, line: int = 1, parent: str = "") -> MapDefinition:

@@ -1,1 +1,0 @@
-"""What turns raw material into index entries: memory points, embeddings, and the index backends."""

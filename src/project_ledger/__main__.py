@@ -1,0 +1,3 @@
+from project_ledger.cli.main import main
+
+main()

@@ -1,0 +1,444 @@
+"""`project-ledger`: the MCP server and a command line over the same data.
+
+The CLI works on the journal and index that a running server uses; SQLite and
+per-process index slots make that safe. Data goes to stdout, logs to stderr;
+`serve` writes nothing to stdout but the protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from project_ledger.cli.inspect import inspect_command
+from project_ledger.cli.memories import forget, history, pin, unpin
+from project_ledger.cli.migrate import migrate
+from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
+from project_ledger.cli.setup import config_command, init
+from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, project_options
+from project_ledger.config import Settings, comma_list
+from project_ledger.memory.service import render_results
+
+EXAMPLES = """
+\b
+Examples:
+  project-ledger init                       # data directory, first code index, a drafted project_context.md
+  project-ledger config claude-code --write # or cursor, vscode, claude-desktop
+  project-ledger serve                      # stdio MCP server for this repository
+  project-ledger remember "Use Postgres 16" --kind decision --tag db
+  project-ledger recall "which database?" -k 3
+  project-ledger status --json
+  project-ledger summarize my-session         # the session's gist, citing its sources
+  project-ledger index --watch              # index the source tree, then follow edits
+  project-ledger symbols UserService.update_profile
+  project-ledger export backup.jsonl        # every memory, tombstones included; `import` reads it back
+  project-ledger doctor --fix               # check the journal, index, model and watcher; repair what is safe
+"""
+
+
+@click.group(cls=LedgerGroup, epilog=EXAMPLES)
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+@click.option("--debug", is_flag=True, help="Show the full traceback of an unexpected error (and debug logging).")
+@click.version_option(package_name="project-ledger")
+@click.pass_context
+def main(ctx: click.Context, verbose: int, debug: bool) -> None:
+    """A persistent, per-project memory for coding agents, served over MCP."""
+    ctx.obj = {"debug": debug}
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][2 if debug else min(verbose, 2)]
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.command()
+@click.option(
+    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="http: streamable HTTP at /mcp."
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
+@project_options
+@ledger_errors
+def serve(settings: Settings, transport: str, host: str, port: int) -> None:
+    """Run the MCP server. Clients start the stdio one themselves; the HTTP one serves a team.
+
+    \b
+    Examples:
+      claude mcp add ledger -- project-ledger serve --root "$PWD"
+      LEDGER_AUTH_TOKEN=$(openssl rand -hex 32) project-ledger serve --transport http --host 0.0.0.0 --port 8765
+    """
+    import anyio
+
+    from project_ledger.mcp.app import create_server
+
+    if transport == "stdio":
+        from project_ledger.mcp.stdio import serve_stdio
+
+        anyio.run(serve_stdio, create_server(settings, Path.cwd()))
+        return
+    from project_ledger.mcp.http import check_token, serve_http
+
+    try:
+        token = settings.http_token()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    check_token(host, token)
+    app = create_server(settings, Path.cwd(), follow_roots=False)
+    click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
+    hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
+    anyio.run(serve_http, app, host, port, token, hosts, origins)
+
+
+@main.command()
+@click.argument("text")
+@click.option(
+    "--kind", default="note", show_default=True, help="note, decision, definition, constraint, todo, error, turn or summary."
+)
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat for several.")
+@click.option("--session", help="Session id to file it under.")
+@click.option("--pin", "pinned", is_flag=True, help="Pin it: shown at every session start.")
+@click.option("--supersedes", help="Id of the memory this one replaces.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@project_options
+@ledger_errors
+def remember(
+    settings: Settings, text: str, kind: str, tags: tuple[str, ...], session: str | None, pinned: bool, supersedes: str | None, as_json: bool
+) -> None:
+    """Store TEXT as a memory. A running server indexes it within a second.
+
+    \b
+    Example:
+      project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
+    """
+    with opened(settings, index=False) as ledger:
+        result = ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        click.echo(result.id if result.created else f"{result.id} (already stored)")
+        if result.redacted:
+            secrets = ", ".join(f"{n} {kind}" for kind, n in result.redacted_types.items())
+            click.echo(f"redacted before storing: {secrets}", err=True)
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", default=8, show_default=True, help="How many results (1-100).")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds; repeat for several.")
+@click.option("--tag", "tags", multiple=True, help="Only memories with one of these tags.")
+@click.option("--since", help="Created at or after: ISO date or an age like 2d, 12h, 1w.")
+@click.option("--until", help="Created at or before: ISO date (the whole day) or an age.")
+@click.option("--min-relevance", type=float, help="Relevance floor, 0-1 (0 shows the nearest anyway).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@project_options
+@ledger_errors
+def recall(
+    settings: Settings,
+    query: str,
+    k: int,
+    kinds: tuple[str, ...],
+    tags: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    min_relevance: float | None,
+    as_json: bool,
+) -> None:
+    """Search memories for QUERY, best first.
+
+    \b
+    Example:
+      project-ledger recall "how do retries back off?" -k 3
+    """
+    with opened(settings, index=True, model=True) as ledger:
+        result = ledger.recall(
+            query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since, until=until, min_relevance=min_relevance
+        )
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    if result.note:
+        click.echo(f"({result.mode}; {result.note})", err=True)
+    click.echo(render_results(result.results) if result.results else "No relevant memory.")
+
+
+@main.command()
+@click.argument("session")
+@click.option("--max-tokens", default=600, show_default=True, help="Size of the gist in tokens (tiktoken cl100k), 100-8000.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@project_options
+@ledger_errors
+def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) -> None:
+    """Write or roll forward SESSION's gist: decisions, definitions, constraints, open questions and todos, each
+    line citing its sources. The CLI has no client model, so the gist is extractive.
+
+    \b
+    Example:
+      project-ledger summarize 2026-11-30-billing --max-tokens 800
+    """
+    with opened(settings) as ledger:  # the journal is enough: servers index the gist at their next catch-up
+        result = ledger.summarize_session(session, max_tokens, why_not="the command line has no client model to sample")
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(result.text)
+    state = "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "new"
+    click.echo(f"(gist {result.id}: {result.tokens} tokens, {result.bullets} lines, {result.left_out} left out; {state})", err=True)
+
+
+@main.command()
+@click.argument("query", required=False)
+@click.option("--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100-200000.")
+@click.option("--session", help="Close the pack with this session's latest turns.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pack and its breakdown as JSON.")
+@project_options
+@ledger_errors
+def context(settings: Settings, query: str | None, budget: int, session: str | None, as_json: bool) -> None:
+    """Print the context pack an agent gets for QUERY (without one: the session-start pack).
+
+    \b
+    Examples:
+      project-ledger context "add a retry to the invoice export" --budget 2000
+      project-ledger context --json
+    """
+    with opened(settings, index=query is not None, model=query is not None, code_search=query is not None) as ledger:
+        result = ledger.context(query, budget, session)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(result.text)
+    breakdown = ", ".join(f"{name} {tokens}" for name, tokens in result.sections.items())
+    click.echo(f"({result.tokens} of {budget} tokens: {breakdown})", err=True)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@project_options
+@ledger_errors
+def status(settings: Settings, as_json: bool) -> None:
+    """Paths, counts, index lag and model state.
+
+    \b
+    Example:
+      project-ledger status --json
+    """
+    with opened(settings, index=True) as ledger:
+        result = ledger.status()
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    click.echo(f"project-ledger {result.version}")
+    click.echo(f"root:      {result.root}")
+    click.echo(f"data dir:  {result.data_dir}")
+    cut = " (cut to fit the instructions cap)" if result.session_start_cut else ""
+    click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
+    counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
+    click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
+    for stale in result.stale:
+        click.echo(f"stale:     {stale.id}: {'; '.join(stale.changed)}")
+    index = result.index
+    click.echo(f"index:     {index.backend} at {index.location}, {index.state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
+    if index.compaction:
+        click.echo(f"           compaction {index.compaction}")
+    for event in index.events:
+        click.echo(f"           {event}")
+    detail = f" ({result.embedding.detail})" if result.embedding.detail else ""
+    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state}{detail}")
+    if (code := result.code) is not None:
+        languages = ", ".join(f"{name} {n}" for name, n in sorted(code.languages.items(), key=lambda kv: -kv[1])) or "none"
+        click.echo(f"code:      {code.files} files ({languages}), {code.symbols} symbols, {code.references} references")
+        click.echo(f"           {code.pending_vectors} symbols without vectors; run `project-ledger index` to update")
+
+
+@main.command()
+@project_options
+@ledger_errors
+def reindex(settings: Settings) -> None:
+    """Rebuild the search index from the journal (running servers rebuild theirs too), embedding first any
+    memory that has no vector yet.
+
+    \b
+    Example:
+      project-ledger reindex
+    """
+    started = time.perf_counter()
+    with opened(settings, index=True) as ledger, progress_bars() as report:
+        embedder = ledger.sync.embedder
+        if ledger.journal.count_missing_embeddings(embedder.identity) and embedder.load():  # the model only when needed
+            ledger.sync.embed_all(lambda done, total: report("embedding memories", done, total))
+        report("rebuilding the index", 0, None)
+        points = ledger.reindex()
+    click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
+
+
+@main.command()
+@click.option("--fix", is_flag=True, help="Repair what can be repaired without losing anything.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@project_options
+@ledger_errors
+def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
+    """Check the data directory, journal, model, index, vectors, code index and file watcher.
+
+    Exits with 1 while a problem remains. With --fix it tightens the data
+    directory's permissions, rebuilds a damaged or out-of-step index, computes
+    missing vectors and re-indexes changed source files, and says what it did.
+    A damaged journal is reported, never rewritten.
+
+    \b
+    Examples:
+      project-ledger doctor
+      project-ledger doctor --fix
+    """
+    from project_ledger.maintenance.doctor import examine
+
+    with opened(settings) as ledger:
+        findings = examine(ledger, fix)
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(finding) for finding in findings], indent=2))
+    else:
+        for finding in findings:
+            click.echo(f"{finding.state:<8} {finding.check:<11} {finding.detail}")
+    if any(finding.state == "problem" for finding in findings):
+        sys.exit(1)
+
+
+@main.command("export")
+@click.argument("destination", default="-", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@project_options
+@ledger_errors
+def export_command(settings: Settings, destination: Path) -> None:
+    """Write every memory, forgotten ones as tombstones, as JSON lines (default: to stdout).
+
+    The backup, and the way to move a ledger to another machine or backend.
+    A file is written under a temporary name and renamed when complete.
+
+    \b
+    Examples:
+      project-ledger export ledger-backup.jsonl
+      project-ledger export | gzip > ledger-backup.jsonl.gz
+    """
+    with opened(settings) as ledger, progress_bars() as report:
+        counts = ledger.journal.counts()
+        lines = 1 + sum(counts.by_kind.values()) + counts.superseded + counts.forgotten  # the header, then every memory
+        if str(destination) == "-":
+            header = ledger.export(CountingWriter(sys.stdout, "exporting memories", lines, report))
+        else:
+            partial = destination.with_name(destination.name + ".partial")
+            try:
+                with partial.open("w", encoding="utf-8") as out:
+                    header = ledger.export(CountingWriter(out, "exporting memories", lines, report))
+                    out.flush()
+                    os.fsync(out.fileno())
+                partial.replace(destination)
+            except OSError as exc:
+                partial.unlink(missing_ok=True)
+                raise click.ClickException(f"could not write {destination}: {exc.strerror or exc}") from None
+    click.echo(f"exported {header.memories} memories and {header.tombstones} tombstones to {destination}", err=True)
+
+
+@main.command("import")
+@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@project_options
+@ledger_errors
+def import_command(settings: Settings, source: Path, as_json: bool) -> None:
+    """Add the memories of an export, keeping their ids, dates, pins and links.
+
+    The whole file is checked first; a damaged one imports nothing. Ids
+    already in this ledger are left as they are, except that a forgotten
+    memory in the export forgets the live one here: an erase is never undone
+    by an older backup. Vectors and the index catch up in a running server,
+    or when the next one starts.
+
+    \b
+    Examples:
+      project-ledger import ledger-backup.jsonl
+      gunzip -c ledger-backup.jsonl.gz | project-ledger import -
+    """
+    try:
+        size = None if str(source) == "-" else source.stat().st_size
+        with click.open_file(str(source), encoding="utf-8") as lines, opened(settings) as ledger, progress_bars() as report:
+            restored = ledger.import_export(counted_lines(lines, "reading the export", size, report))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"could not read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(restored)))
+        return
+    click.echo(
+        f"imported {restored.added} memories ({restored.tombstones} of them tombstones); {restored.kept} were already here; "
+        f"{restored.forgotten} live ones forgotten by tombstones in the export"
+    )
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--watch", is_flag=True, help="Keep running and re-index files as they change (Ctrl-C stops).")
+@click.option("--embed", is_flag=True, help="Also compute the symbols' dense vectors now (a server does it in the background).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@project_options
+@ledger_errors
+def index(settings: Settings, path: Path | None, watch: bool, embed: bool, as_json: bool) -> None:
+    """Index the source tree's symbols and references (PATH: the project root; default: the current one).
+
+    Only files changed since the last run are parsed again.
+
+    \b
+    Examples:
+      project-ledger index
+      project-ledger index ~/src/app --watch
+    """
+    from project_ledger.cli.indexing import index_with_progress
+
+    if path is not None:
+        settings = settings.model_copy(update={"root": path})
+    with opened(settings) as ledger:
+        code = ledger.require_code()
+        summary = index_with_progress(code, embed=embed, as_json=as_json)
+        click.echo(summary)
+        if watch:
+            code.watch_until_interrupted(lambda line: click.echo(line, err=True))
+
+
+@main.command()
+@click.argument("name")
+@click.option("--kind", help="function, method, class, struct, interface, enum, trait, type, constant, module or macro.")
+@click.option("--language", help="python, javascript, typescript, tsx, go, rust, java, c, cpp, csharp, ruby, php, ...")
+@click.option("--path", "under", help="Only under this file or directory.")
+@click.option("--limit", default=20, show_default=True, help="How many definitions (1-200).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@project_options
+@ledger_errors
+def symbols(settings: Settings, name: str, kind: str | None, language: str | None, under: str | None, limit: int, as_json: bool) -> None:
+    """Find where NAME is defined (the find_symbol tool from the shell). Brings the index up to date first.
+
+    \b
+    Examples:
+      project-ledger symbols parse_since
+      project-ledger symbols LedgerService.recall --json
+      project-ledger symbols Retry --kind class --language python
+    """
+    from project_ledger.code.service import render_symbol
+
+    with opened(settings) as ledger:
+        code = ledger.require_code()
+        code.indexer.scan()
+        result = code.find_symbol(name, kind, language, under, limit)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    if not result.symbols:
+        click.echo(f"No definition of {name!r} found.", err=True)
+        raise SystemExit(1)
+    click.echo(f"({len(result.symbols)} by {result.matched_by})", err=True)
+    click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))
+
+
+main.add_command(init)
+main.add_command(config_command)
+for command in (history, pin, unpin, forget):
+    main.add_command(command)
+main.add_command(migrate)
+main.add_command(inspect_command)

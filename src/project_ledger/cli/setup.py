@@ -1,0 +1,110 @@
+"""`init` and `config`: from a fresh checkout to an agent that has the ledger, in two commands."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import click
+
+from project_ledger.cli.client_config import CLIENTS, ConfigFileError, merge, server_command, server_entry, snippet
+from project_ledger.cli.indexing import index_with_progress
+from project_ledger.cli.project_scan import draft_context, scan_project
+from project_ledger.cli.support import ledger_errors, opened, project_options
+from project_ledger.config import Settings, find_project_root
+from project_ledger.project_root import unsuitable
+
+
+def project_root(settings: Settings) -> Path:
+    """`--root`, else the working directory's git top-level or the directory itself; never the home directory or
+    `/` unless named."""
+    if settings.root is not None:
+        return settings.root.expanduser().resolve()
+    root = find_project_root(Path.cwd())
+    if reason := unsuitable(root):
+        raise click.ClickException(f"{reason}; run this inside a project, or name it with --root")
+    return root
+
+
+@click.command()
+@click.option("--no-index", is_flag=True, help="Skip the first code index (a server builds it in the background).")
+@project_options
+@ledger_errors
+def init(settings: Settings, no_index: bool) -> None:
+    """Set the ledger up in this project: its data directory, a first index of the source code, and a drafted
+    project_context.md (languages, package managers, test command, layout) for you to finish. An existing
+    project_context.md is never changed.
+
+    \b
+    Examples:
+      project-ledger init
+      project-ledger init --root ~/src/app --no-index
+    """
+    settings = settings.model_copy(update={"root": project_root(settings)})
+    with opened(settings) as ledger:
+        click.echo(f"data directory: {ledger.paths.data_dir}")
+        languages: dict[str, int] = {}
+        if ledger.code is not None:
+            if not no_index:
+                click.echo(index_with_progress(ledger.code, embed=False, as_json=False))
+            languages = ledger.code.store.counts().languages
+        root, context_file = ledger.paths.root, ledger.paths.project_context
+    if context_file.exists():
+        click.echo(f"kept the existing {context_file}")
+    else:
+        facts = scan_project(root, languages)
+        context_file.write_text(draft_context(root, facts), encoding="utf-8")
+        detected = [", ".join(facts.languages) or "no languages", ", ".join(facts.package_managers) or "no package manager"]
+        detected.append(f"tests: {facts.test_command}" if facts.test_command else "no test command")
+        click.echo(f"wrote {context_file} ({'; '.join(detected)}): finish its sections by hand")
+    click.echo(
+        "\nNext:\n"
+        "  1. Finish project_context.md: every session starts with it.\n"
+        "  2. Connect your agent:  project-ledger config claude-code --write   (or cursor, vscode, claude-desktop)\n"
+        "  3. See what it will get: project-ledger context"
+    )
+
+
+@click.command("config")
+@click.argument("client", type=click.Choice(sorted(CLIENTS)))
+@click.option("--write", is_flag=True, help="Merge the entry into the client's file (other servers are kept) instead of printing it.")
+@click.option("--name", default="ledger", show_default=True, help="The server's name in the client.")
+@click.option("--uvx", "use_uvx", is_flag=True, help="Start the server with uvx instead of this installation's interpreter.")
+@project_options
+def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool) -> None:
+    """Print, or with --write merge, the configuration that starts this project's server in CLIENT.
+
+    The command and --root are absolute paths, so the entry works whatever PATH and working directory the client
+    starts servers with. Files: claude-desktop: its claude_desktop_config.json; claude-code: .mcp.json; cursor:
+    .cursor/mcp.json; vscode: .vscode/mcp.json (the last three at the project root).
+
+    \b
+    Examples:
+      project-ledger config claude-code --write
+      project-ledger config claude-desktop --root ~/src/app --write
+      project-ledger config vscode --uvx
+    """
+    target = CLIENTS[client]
+    root = project_root(settings)
+    uvx = None
+    if use_uvx and (uvx := shutil.which("uvx")) is None:
+        raise click.ClickException("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) or leave out --uvx")
+    argv = server_command(root, uvx)
+    if settings.data_dir is not None:
+        argv += ["--data-dir", str(settings.data_dir.expanduser().resolve())]
+    entry = server_entry(target, argv)
+    path = target.config_path(root)
+    if not write:
+        click.echo(snippet(target, name, entry))
+        click.echo(f"(merge into {path}, or rerun with --write)", err=True)
+        return
+    try:
+        outcome = merge(path, target, name, entry)
+    except ConfigFileError as exc:
+        raise click.ClickException(f"{exc}; add the entry by hand (run without --write to print it)") from None
+    click.echo(f"{outcome} server {name!r} in {path}")
+    if outcome == "unchanged":
+        return
+    if target.project_file:
+        click.echo("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
+    click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)

@@ -1,0 +1,93 @@
+"""What every CLI command shares: project options, one-line errors, and opening the service."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+
+from project_ledger.config import Settings
+from project_ledger.errors import LedgerError
+from project_ledger.memory.service import LedgerService
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LedgerGroup(click.Group):
+    """Any unexpected failure is one line naming it, with the way to see more; `--debug` shows the traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if (ctx.obj or {}).get("debug"):
+                raise
+            raise click.ClickException(
+                f"unexpected {type(exc).__name__}: {exc}. Nothing stored was lost; rerun with --debug for the traceback"
+            ) from None
+
+
+def project_options(fn: F) -> F:
+    """`--root` and `--data-dir` on every command; the command receives the built `settings` instead."""
+
+    @click.option(
+        "--root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Project root (default: git top-level)."
+    )
+    @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, root: Path | None, data_dir: Path | None, **kwargs: Any) -> Any:
+        overrides = {key: value for key, value in {"root": root, "data_dir": data_dir}.items() if value is not None}
+        try:
+            settings = Settings(**overrides)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "settings"
+            raise click.ClickException(f"invalid configuration: {where} (LEDGER_{where.upper()}): {error['msg']}") from None
+        return fn(*args, settings=settings, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def ledger_errors(fn: F) -> F:
+    """Ledger errors become one readable line and exit code 1, not a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LedgerError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def opened(settings: Settings, index: bool = False, model: bool = False, code_search: bool = False) -> Iterator[LedgerService]:
+    """The service over this project's data.
+
+    With `index`, this process's index slot is opened and caught up. With
+    `model`, the model is loaded and memories without a vector are embedded
+    first, as a server would have done, so that a CLI recall is hybrid. With
+    `code_search`, the symbol search index is opened too.
+    """
+    from project_ledger.factory import open_ledger
+
+    ledger = open_ledger(settings, Path.cwd())
+    try:
+        if index:
+            ledger.sync.open_now()
+            ledger.sync.index()  # raises, with the reason, if it could not open
+        if model and ledger.sync.embedder.load():
+            ledger.sync.embed_all()
+        if code_search and ledger.code is not None:
+            ledger.code.search.open_now()
+        yield ledger
+    finally:
+        ledger.close()

@@ -1,0 +1,257 @@
+"""Keeps the code tables in step with the source tree: a full scan at start, then single paths from the watcher.
+
+A scan stats every source file and re-parses only those whose size or mtime
+changed and whose content hash really differs. Large batches are parsed in a
+pool of processes, since parsing and reading the captures is CPU-bound work
+that threads would serialise on the GIL; small ones in the calling thread.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from project_ledger.code.languages import BY_NAME, Grammars, language_for
+from project_ledger.code.source_files import IGNORE_FILES, SKIPPED_DIRS, IgnoreRules, Skipped, SourceFile, check_file, walk
+from project_ledger.code.store import CodeStore, FileRecord, ParsedFile, content_digest
+from project_ledger.code.symbols import extract
+
+BATCH_FILES = 200  # files per transaction
+POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
+CHUNK_FILES = 16  # files per task sent to a worker process
+
+_worker_grammars: Grammars | None = None
+
+
+def _parse_chunk(root: str, redact: bool, chunk: list[tuple[str, str, int, int]]) -> list[ParsedFile | tuple[str, str]]:
+    """Parse files in a worker process: (path, language, size, mtime_ns) in; a ParsedFile or (path, why not) out."""
+    global _worker_grammars
+    if _worker_grammars is None:
+        _worker_grammars = Grammars()
+    return [parse_file(_worker_grammars, Path(root), *item, redact=redact) for item in chunk]
+
+
+def parse_file(
+    grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int, redact: bool
+) -> ParsedFile | tuple[str, str]:
+    try:
+        source = (root / path).read_bytes()
+    except FileNotFoundError:
+        return path, "deleted"
+    except OSError as exc:
+        return path, f"unreadable ({exc.strerror or exc})"
+    digest = content_digest(source)
+    symbols = extract(grammars.get(BY_NAME[language]), source)
+    record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
+    return ParsedFile.build(record, symbols.definitions, symbols.references, redact)
+
+
+@dataclass
+class ScanSummary:
+    files: int = 0  # source files in the tree
+    parsed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    skipped: Skipped = field(default_factory=Skipped)
+
+
+@dataclass
+class Progress:
+    """What the indexer is doing, for `status` and for notes on tool results."""
+
+    running: bool = False
+    done: int = 0
+    total: int = 0
+    last: ScanSummary | None = None
+    last_error: str | None = None
+
+    def note(self) -> str | None:
+        if not self.running:
+            return None
+        if self.total == 0:
+            return "indexing: listing source files; results may be incomplete"
+        return f"indexing {self.done}/{self.total} files; results may be incomplete"
+
+
+class CodeIndexer:
+    def __init__(self, root: Path, store: CodeStore, max_file_bytes: int, workers: int | None, redact: bool) -> None:
+        self.root = root
+        self.store = store
+        self.max_file_bytes = max_file_bytes
+        self.redact = redact  # secrets in signatures, docstrings and body heads are replaced before they are stored
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self.grammars = Grammars()
+        self.rules = IgnoreRules(root)
+        self.progress = Progress()
+        self._scan_lock = threading.Lock()  # one full scan at a time
+        self.cancelled = threading.Event()  # set when the server stops: a scan ends at its next batch
+        self.on_change: Callable[[], None] = lambda: None  # told after each batch lands
+
+    # -- full scans --------------------------------------------------------------
+
+    def scan(self, report: Callable[[Progress], None] = lambda _: None) -> ScanSummary:
+        """Bring the tables in line with the whole tree. Safe to call while the watcher feeds `update_paths`."""
+        with self._scan_lock:
+            self.rules = IgnoreRules(self.root)
+            summary = ScanSummary()
+            started = time.perf_counter()
+            self.progress = Progress(running=True, last=self.progress.last)
+            report(self.progress)
+            try:
+                known = self.store.files()
+                found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes))
+                summary.files = len(found)
+                changed, touched = self._changed(found, known, summary)
+                removed = sorted(set(known) - {f.path for f in found})
+                summary.removed = len(removed)
+                self.progress.total = len(changed)
+                report(self.progress)
+                if touched or removed:
+                    self.store.apply([], touched, removed)
+                    self.on_change()
+                for batch in self._batches(self._parse_all(changed, summary)):
+                    if self.cancelled.is_set():
+                        break
+                    self.store.apply(batch)
+                    summary.parsed += len(batch)
+                    self.progress.done += len(batch)
+                    self.on_change()
+                    report(self.progress)
+                self.store.prune()
+            except Exception as exc:
+                self.progress.last_error = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                summary.seconds = time.perf_counter() - started
+                self.progress.running = False
+                self.progress.last = summary
+                report(self.progress)
+            return summary
+
+    def out_of_date(self) -> tuple[int, int]:
+        """(files new or changed on disk, indexed files that are gone), found without updating anything."""
+        known = self.store.files()
+        found = list(walk(self.root, IgnoreRules(self.root), Skipped(), self.max_file_bytes))
+        changed, _ = self._changed(found, known, ScanSummary())
+        return len(changed), len(set(known) - {f.path for f in found})
+
+    def _changed(
+        self, found: list[SourceFile], known: dict[str, FileRecord], summary: ScanSummary
+    ) -> tuple[list[SourceFile], list[FileRecord]]:
+        """Files to parse, and files whose stat changed but whose bytes did not (only their record is refreshed)."""
+        changed: list[SourceFile] = []
+        touched: list[FileRecord] = []
+        for source in found:
+            record = known.get(source.path)
+            if record is None or record.language != source.language.name:
+                changed.append(source)
+            elif _unchanged(record, source.size, source.mtime_ns):
+                summary.unchanged += 1
+            elif _file_hash(self.root / source.path) == record.hash:
+                touched.append(FileRecord(source.path, record.language, source.size, source.mtime_ns, record.hash, record.lines))
+                summary.unchanged += 1
+            else:
+                changed.append(source)
+        return changed, touched
+
+    def _parse_all(self, files: list[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
+        items = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
+        if self.cancelled.is_set():
+            return
+        if len(items) < POOL_MIN_FILES or self.workers == 1:
+            results: Iterable[ParsedFile | tuple[str, str]] = (
+                parse_file(self.grammars, self.root, *item, redact=self.redact) for item in items
+            )
+        else:
+            results = self._pooled(items)
+        for result in results:
+            if self.cancelled.is_set():
+                return
+            if isinstance(result, ParsedFile):
+                yield result
+            else:
+                summary.skipped.add(result[1].split(" (")[0], result[0])
+
+    def _pooled(self, items: list[tuple[str, str, int, int]]) -> Iterator[ParsedFile | tuple[str, str]]:
+        chunks = [items[i : i + CHUNK_FILES] for i in range(0, len(items), CHUNK_FILES)]
+        context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        try:
+            for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), [self.redact] * len(chunks), chunks):
+                yield from chunk_results
+        finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def _batches(parsed: Iterable[ParsedFile]) -> Iterator[list[ParsedFile]]:
+        batch: list[ParsedFile] = []
+        for item in parsed:
+            batch.append(item)
+            if len(batch) >= BATCH_FILES:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    # -- single paths (the watcher) ------------------------------------------------
+
+    def update_paths(self, paths: Iterable[str]) -> bool:
+        """Re-index paths relative to the root that were created, changed, moved or deleted.
+
+        A path that no longer exists purges its file, or every file under it if
+        it was a directory; a directory that appeared is walked. An edited ignore
+        file means a full scan, which is returned as True for the caller to run.
+        """
+        parsed: list[ParsedFile | tuple[str, str]] = []
+        removed: set[str] = set()
+        known = self.store.files()
+        for rel in sorted(set(paths)):
+            if PurePosixPath(rel).name in IGNORE_FILES:
+                return True
+            absolute = self.root / rel
+            if not absolute.exists() or absolute.is_symlink():
+                removed.update(p for p in known if p == rel or p.startswith(rel + "/"))
+                continue
+            if self.rules.excluded(rel) is not None or PurePosixPath(rel).name in SKIPPED_DIRS:
+                continue
+            if absolute.is_dir():  # created, or moved in: only its new or changed files are parsed
+                for source in walk(self.root, self.rules, Skipped(), self.max_file_bytes, under=rel):
+                    if not _unchanged(known.get(source.path), source.size, source.mtime_ns):
+                        parsed.append(self._parse_one(source.path, source.language.name))
+            elif (spec := language_for(rel)) is not None:
+                parsed.append(self._parse_one(rel, spec.name, known.get(rel)))
+        good = [p for p in parsed if isinstance(p, ParsedFile)]
+        removed.update(p[0] for p in parsed if isinstance(p, tuple) and p[1] != "unchanged")  # gone, too large, binary
+        if good or removed:
+            self.store.apply(good, removed=sorted(removed))
+            self.on_change()
+        return False
+
+    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> ParsedFile | tuple[str, str]:
+        try:
+            info = (self.root / rel).stat()
+        except OSError:
+            return rel, "deleted"
+        if _unchanged(record, info.st_size, info.st_mtime_ns):
+            return rel, "unchanged"
+        if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:
+            return rel, "not indexable"
+        return parse_file(self.grammars, self.root, rel, language, info.st_size, info.st_mtime_ns, redact=self.redact)
+
+
+def _unchanged(record: FileRecord | None, size: int, mtime_ns: int) -> bool:
+    return record is not None and record.size == size and record.mtime_ns == mtime_ns
+
+
+def _file_hash(path: Path) -> str | None:
+    try:
+        return content_digest(path.read_bytes())
+    except OSError:
+        return None

@@ -1,0 +1,249 @@
+"""Hybrid search over code symbols: BM25 on identifier-aware tokens plus dense vectors, in their own shard.
+
+Symbols become searchable by BM25 as soon as they are parsed. Their dense
+vectors are computed in the background (the model is the slow part: about 27
+symbol texts a second on two cores, see the README's benchmark) and stored in
+the journal by text hash, so an edit re-embeds only the symbols whose text
+changed. Until the vectors have caught up, results say how many symbols are
+ranked on BM25 alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash
+from project_ledger.errors import IndexUnavailable
+from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
+from project_ledger.search.fusion import FusionParams, coverage, fuse, relevance
+from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
+from project_ledger.search.sparse import SparseEncoder, SparseVec
+
+log = logging.getLogger(__name__)
+
+# `within`: the symbol's file and every directory above it, so one condition restricts to a file or a folder.
+CODE_PAYLOAD: dict[str, PayloadType] = {"language": "keyword", "within": "keyword", "kind": "keyword"}
+EMBED_BATCH = 32
+REVISIONS_PER_STEP = 16
+POLL_SECONDS = 1.0
+RETRY_OPEN_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class SymbolDoc:
+    seq: int
+    sparse: SparseVec
+    vector: list[float] | None
+    path: str
+    language: str
+    kind: str
+
+    def payload(self) -> dict[str, Any]:
+        parts = self.path.split("/")
+        return {"language": self.language, "within": ["/".join(parts[: i + 1]) for i in range(len(parts))], "kind": self.kind}
+
+
+def search_text(symbol: StoredSymbol) -> str:
+    """What BM25 sees: the embedded text plus the path, whose parts the code tokenizer splits."""
+    return f"{symbol.embed_text()}\n{symbol.path}"
+
+
+def code_filter(language: str | None, path: str | None) -> list[Match]:
+    where: list[Match] = []
+    if language:
+        where.append(Match("language", (language,)))
+    if path:
+        where.append(Match("within", (path.rstrip("/"),)))
+    return where
+
+
+class CodeSearch:
+    """The symbol shard, caught up with the code tables by a worker thread that also embeds."""
+
+    def __init__(self, store: CodeStore, open_index: Callable[[], SearchIndex], embedder: Embedder) -> None:
+        self._store = store
+        self._open_index = open_index
+        self._embedder = embedder
+        self._encoder: SparseEncoder | None = None
+        self._index: SearchIndex | None = None
+        self._error: str | None = None
+        self._opened = threading.Event()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pending: tuple[int, int] | None = None  # (code revision, symbols without a vector then)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="ledger-code-search", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened.is_set() and self._index is not None
+
+    def open_now(self) -> None:
+        """Open and catch up in the calling thread (the CLI's way); a failure is reported by `search`."""
+        self._open()
+
+    def _open(self) -> bool:
+        try:
+            with self._lock:
+                self._encoder = SparseEncoder()
+                self._index = self._open_index()
+                self._verify(self._index)
+                self._error = None
+                return True
+        except Exception as exc:
+            self._error = f"{type(exc).__name__}: {exc}"
+            log.error("code search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._error)
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+            return False
+        finally:
+            self._opened.set()
+
+    def _run(self) -> None:
+        while not self._open():
+            if self._stop.wait(RETRY_OPEN_SECONDS):
+                return
+        while not self._stop.is_set():
+            try:
+                with self._lock:
+                    self._catch_up()
+                if self.embed_some():
+                    continue  # more to embed: no pause
+            except Exception:
+                log.exception("code search step failed; retrying")
+            self._wake.wait(POLL_SECONDS)
+            self._wake.clear()
+
+    def _verify(self, index: SearchIndex) -> None:
+        """Rebuild an index that is ahead of the tables (a new journal) or holds the wrong number of points."""
+        if index.watermark() > self._store.rev():
+            index.reset(0)
+        self._catch_up()
+        rev, expected = self._store.rev_and_count()
+        if rev == index.watermark() and index.count() != expected:
+            log.warning("code search index held %d points for %d symbols: rebuilt", index.count(), expected)
+            index.reset(0)
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Apply what the code tables changed since the watermark. The caller holds `self._lock`."""
+        index, encoder = self._index, self._encoder
+        assert index is not None and encoder is not None
+        while True:
+            changes, removed, top = self._store.changes_since(index.watermark(), self._embedder.identity, REVISIONS_PER_STEP)
+            if top == index.watermark():
+                return
+            index.delete(removed)
+            index.upsert([_doc(change, encoder) for change in changes])
+            index.set_watermark(top)
+
+    def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every symbol that has no vector yet, now, in this thread (the CLI's way; a server does it in the
+        background). `progress(done, total)` follows each batch. Returns how many."""
+        total, done = self.pending_vectors(), 0
+        while batch := self.embed_some():
+            done += batch
+            if progress is not None:
+                progress(done, total)
+        return done
+
+    def embed_some(self) -> int:
+        """Embed one batch of symbols that have no vector yet; how many (0: none left, or no model)."""
+        if self._embedder.state != "ready":
+            return 0
+        pending = self._store.missing_vectors(self._embedder.identity, EMBED_BATCH)
+        if not pending:
+            return 0
+        texts = [symbol.embed_text() for symbol in pending]
+        vectors = self._embedder.embed_documents(texts)
+        self._store.store_vectors(
+            self._embedder.identity, [(embed_hash(text), to_bytes(vector)) for text, vector in zip(texts, vectors, strict=True)]
+        )
+        return len(pending)
+
+    def _ready_index(self) -> SearchIndex:
+        if not self._opened.wait(30):
+            raise IndexUnavailable("the code search index is still opening; retry in a few seconds")
+        if self._index is None:
+            raise IndexUnavailable(f"the code search index could not be opened ({self._error}); find_symbol still works")
+        return self._index
+
+    def search(
+        self, query: str, language: str | None, path: str | None, k: int, fusion: FusionParams
+    ) -> list[tuple[StoredSymbol, float, float]]:
+        """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`)."""
+        index = self._ready_index()
+        dense = None
+        if self._embedder.state == "ready":
+            dense = [float(x) for x in self._embedder.embed_query(query)]
+        with self._lock:
+            self._catch_up()
+            encoder = self._encoder
+            assert encoder is not None
+            terms = encoder.query(query)
+            found: Candidates = index.candidates(dense, terms, code_filter(language, path), max(k, fusion.candidates))
+        hits = fuse(found, fusion, k)
+        symbols = self._store.symbols_by_ids([hit.seq for hit in hits])
+        dense_scores = {hit.seq: hit.score for hit in found.dense}
+        return [
+            (symbol, hit.score, relevance(dense_scores.get(hit.seq), coverage(terms, encoder.document(search_text(symbol)))))
+            for hit in hits
+            if (symbol := symbols.get(hit.seq)) is not None
+        ]
+
+    def load_model(self) -> bool:
+        """Load the model in the calling thread (the CLI's way); False if it cannot be loaded."""
+        return self._embedder.load()
+
+    def embedder_ready(self) -> bool:
+        return self._embedder.state == "ready"
+
+    def pending_vectors(self) -> int:
+        """Symbols without a vector. Counting takes tens of milliseconds on a large tree, and every
+        search_code and status asks, so the count is kept until the code tables next change."""
+        rev = self._store.rev()
+        if self._pending is None or self._pending[0] != rev:
+            self._pending = (rev, self._store.count_missing_vectors(self._embedder.identity))
+        return self._pending[1]
+
+    def lag(self) -> int | None:
+        index = self._index
+        return None if index is None else self._store.rev() - index.watermark()
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+
+def _doc(change: SymbolChange, encoder: SparseEncoder) -> SymbolDoc:
+    symbol = change.symbol
+    return SymbolDoc(
+        seq=symbol.id,
+        sparse=encoder.document(search_text(symbol)),
+        vector=from_bytes(change.vector) if change.vector is not None else None,
+        path=symbol.path,
+        language=symbol.language,
+        kind=symbol.kind,
+    )

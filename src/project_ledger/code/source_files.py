@@ -1,0 +1,172 @@
+"""Which files under a project root are source to index, and why the others are not.
+
+Ignore rules follow git: `.gitignore` in every directory (patterns relative to
+it, deeper files overriding shallower ones), `.git/info/exclude`, and a
+`.ledgerignore` with the same syntax that wins over both. An ignored directory
+is not entered. Symlinks are never followed, as git does not follow them:
+that keeps the walk inside the root and immune to loops.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from project_ledger.code.languages import LanguageSpec, language_for
+
+# Tools' own folders: never source, not worth reporting.
+TOOL_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".ledger", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".vscode"}
+)
+# Vendored or generated trees, skipped wherever they appear, and reported.
+VENDORED_DIRS = frozenset(
+    {
+        ".venv", "venv", ".tox", ".nox", "node_modules", "bower_components", "dist", "build", "target", "vendor",
+        "site-packages", ".next", ".nuxt", ".gradle", "coverage", ".eggs",
+    }
+)  # fmt: skip
+SKIPPED_DIRS = TOOL_DIRS | VENDORED_DIRS
+IGNORE_FILES = (".gitignore", ".ledgerignore")
+SNIFF_BYTES = 8192
+MINIFIED_LINE_CHARS = 500  # an average line this long in the first bytes means generated code
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # relative to the root, with forward slashes
+    language: LanguageSpec
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class Skipped:
+    """Files left out, by reason, with a few examples of each."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, reason: str, path: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        examples = self.examples.setdefault(reason, [])
+        if len(examples) < 3:
+            examples.append(path)
+
+
+class IgnoreRules:
+    """The gitignore-style rules in force under one root, loaded per directory as the walk reaches it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._specs: dict[str, list[pathspec.PathSpec]] = {}
+        base: list[str] = []
+        exclude = root / ".git" / "info" / "exclude"
+        if exclude.is_file():
+            base = _lines(exclude)
+        self._base = pathspec.GitIgnoreSpec.from_lines(base)
+
+    def _dir_specs(self, rel_dir: str) -> list[pathspec.PathSpec]:
+        specs = self._specs.get(rel_dir)
+        if specs is None:
+            directory = self.root / rel_dir if rel_dir else self.root
+            specs = [pathspec.GitIgnoreSpec.from_lines(_lines(directory / name)) for name in IGNORE_FILES if (directory / name).is_file()]
+            self._specs[rel_dir] = specs
+        return specs
+
+    def ignored(self, rel_path: str, is_dir: bool) -> bool:
+        """Whether git (and .ledgerignore) would ignore this path, judged by its own rules only, not its parents'."""
+        parts = PurePosixPath(rel_path).parts
+        candidates: list[tuple[pathspec.PathSpec, str]] = [(self._base, rel_path)]
+        for depth in range(len(parts)):
+            rel_dir = "/".join(parts[:depth])
+            below = "/".join(parts[depth:])
+            candidates.extend((spec, below) for spec in self._dir_specs(rel_dir))
+        suffix = "/" if is_dir else ""
+        verdict = False
+        for spec, below in candidates:  # shallow to deep; the last rule that matches decides
+            result = spec.check_file(below + suffix)
+            if result.include is not None:
+                verdict = result.include
+        return verdict
+
+    def excluded(self, rel_path: str) -> str | None:
+        """Why a path (say, from the watcher) is not indexed, checking every parent directory too; None if it is."""
+        parts = PurePosixPath(rel_path).parts
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth])
+            if parts[depth - 1] in SKIPPED_DIRS:
+                return "vendored or generated directory"
+            if self.ignored(directory, is_dir=True):
+                return "ignored"
+        return "ignored" if self.ignored(rel_path, is_dir=False) else None
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def check_file(root: Path, rel_path: str, size: int, max_bytes: int) -> str | None:
+    """Why a candidate file is not indexed (too large, binary, minified, unreadable), or None."""
+    if size > max_bytes:
+        return "larger than the size limit"
+    name = rel_path.rsplit("/", 1)[-1]
+    if ".min." in name or name.endswith("-min.js"):
+        return "minified"
+    try:
+        with open(root / rel_path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError:
+        return "unreadable"
+    if b"\0" in head:
+        return "binary"
+    lines = head.count(b"\n") + 1
+    if len(head) >= SNIFF_BYTES and len(head) / lines > MINIFIED_LINE_CHARS:
+        return "minified"
+    return None
+
+
+def walk(
+    root: Path, rules: IgnoreRules, skipped: Skipped, max_bytes: int, under: str = ""
+) -> Iterator[SourceFile]:
+    """Every indexable source file under `root` (or its subdirectory `under`), with paths relative to `root`."""
+    pending = [under]
+    while pending:
+        rel_dir = pending.pop()
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as entries:
+                listing = sorted(entries, key=lambda e: e.name, reverse=True)
+        except OSError:
+            skipped.add("unreadable directory", rel_dir or ".")
+            continue
+        for entry in listing:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                skipped.add("unreadable", rel)
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                skipped.add("symlink (not followed)", rel)
+            elif stat.S_ISDIR(info.st_mode):
+                if entry.name in VENDORED_DIRS:
+                    skipped.add("vendored or generated directory", rel + "/")
+                elif entry.name in TOOL_DIRS:
+                    continue
+                elif not rules.ignored(rel, is_dir=True):
+                    pending.append(rel)
+            elif stat.S_ISREG(info.st_mode):
+                spec = language_for(entry.name)
+                if spec is None or rules.ignored(rel, is_dir=False):
+                    continue
+                if (reason := check_file(root, rel, info.st_size, max_bytes)) is not None:
+                    skipped.add(reason, rel)
+                    continue
+                yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)

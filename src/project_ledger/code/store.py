@@ -1,0 +1,380 @@
+"""The code-symbol tables in the journal database: files as last parsed, definitions, references.
+
+The store has its own connections, apart from the memories': one for writing,
+with `synchronous = NORMAL` (this data is derived from the source tree and can
+be re-parsed, so it does not pay for a flush per commit) and one for reading,
+so a query never waits behind a long indexing batch.
+
+Each batch of files takes one value of the `code_rev` counter inside its
+transaction: a search index follows symbols with `changes_since`, as it
+follows memories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from project_ledger.code.symbols import Definition, Reference
+from project_ledger.storage.journal import WAIT_SECONDS, storage_error, utc_now
+from project_ledger.text.redaction import redact as redact_secrets
+
+EMBED_TEXT_CHARS = 600
+WRITE_CACHE_KIB = 64 * 1024
+KEEP_REMOVALS_REVISIONS = 10_000
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    language: str
+    size: int
+    mtime_ns: int
+    hash: str
+    lines: int
+
+
+@dataclass(frozen=True)
+class StoredSymbol:
+    id: int
+    path: str
+    name: str
+    qualname: str
+    kind: str
+    language: str
+    start_line: int
+    end_line: int
+    signature: str
+    doc: str
+    parent: str
+    body_head: str
+
+    def embed_text(self) -> str:
+        """What the model reads for this symbol: short, since embedding is the expensive part."""
+        parts = [f"{self.kind} {self.qualname}", self.signature, self.doc[:300], self.body_head]
+        return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
+
+
+@dataclass(frozen=True)
+class StoredReference:
+    name: str
+    path: str
+    line: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class SymbolChange:
+    """A symbol to (re)index, with its dense vector if one is stored for the model."""
+
+    symbol: StoredSymbol
+    vector: bytes | None
+
+
+@dataclass(frozen=True)
+class CodeCounts:
+    files: int
+    symbols: int
+    references: int
+    languages: dict[str, int]  # files per language
+
+
+def embed_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+SymbolRow = tuple[str, str, str, int, int, str, str, str, str, str, str]
+ReferenceRow = tuple[str, str, str, int]  # name, kind, lines ("3,17,42"), uses
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """A parsed file as rows ready to insert: built in the parsing process, so the one writing
+    process only inserts (plain tuples also cross the process boundary far faster than objects)."""
+
+    record: FileRecord
+    symbols: list[SymbolRow]  # name, qualname, kind, start, end, signature, doc, parent, content hash, body head, embed hash
+    references: list[ReferenceRow]
+
+    @classmethod
+    def build(cls, record: FileRecord, definitions: list[Definition], references: list[Reference], redact: bool) -> ParsedFile:
+        """The rows for one parsed file; with `redact`, secrets in signatures, docstrings and body heads are replaced."""
+        clean: Callable[[str], str] = (lambda text: redact_secrets(text).text) if redact else (lambda text: text)
+        symbols = []
+        for d in definitions:
+            signature, doc, body_head = clean(d.signature), clean(d.doc), clean(d.body_head)
+            text = StoredSymbol(
+                0, record.path, d.name, d.qualname, d.kind, record.language, d.line, d.end_line, signature, doc, d.parent,
+                body_head,
+            ).embed_text()  # fmt: skip
+            symbols.append(
+                (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
+                 embed_hash(text))
+            )  # fmt: skip
+        grouped: dict[tuple[str, str], list[int]] = {}
+        for r in references:
+            grouped.setdefault((r.name, r.kind), []).append(r.line)
+        rows = [(name, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()]
+        return cls(record, symbols, rows)
+
+
+_SYMBOL_COLUMNS = "id, path, name, qualname, kind, language, start_line, end_line, signature, doc, parent, body_head"
+
+
+def _symbol(row: sqlite3.Row) -> StoredSymbol:
+    return StoredSymbol(*(row[i] for i in range(12)))
+
+
+class CodeStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        try:
+            self._writer = self._connect()
+            self._writer.execute("PRAGMA synchronous = NORMAL")
+            self._writer.execute(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")  # a full index updates several indexes
+            self._reader = self._connect()
+        except sqlite3.Error as exc:
+            raise storage_error(exc, path, "opened") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=WAIT_SECONDS)
+        db.row_factory = sqlite3.Row
+        db.execute(f"PRAGMA busy_timeout = {round(WAIT_SECONDS * 1000)}")
+        return db
+
+    def close(self) -> None:
+        with self._write_lock, self._read_lock:
+            self._writer.close()
+            self._reader.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            db = self._writer
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                yield db
+                db.execute("COMMIT")
+            except BaseException as exc:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise storage_error(exc, self.path) from exc
+                raise
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
+        with self._read_lock:
+            try:
+                return self._reader.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise storage_error(exc, self.path, "read") from exc
+
+    # -- writing -------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        rows = self._read("SELECT path, language, size, mtime_ns, hash, lines FROM code_files")
+        return {row["path"]: FileRecord(*row) for row in rows}
+
+    def apply(self, parsed: Sequence[ParsedFile], touched: Sequence[FileRecord] = (), removed: Sequence[str] = ()) -> int:
+        """Replace parsed files' symbols, refresh touched files' stat data, purge removed files, in one transaction.
+
+        A parsed file whose stored hash already matches (another process got
+        there first) only has its record refreshed. Returns the revision taken.
+        """
+        now = utc_now()
+        with self._write() as db:
+            rev = _next_code_rev(db)
+            db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_tree'")
+            for path in removed:
+                self._purge(db, path, rev)
+                db.execute("DELETE FROM code_files WHERE path = ?", (path,))
+            for record in touched:
+                db.execute(
+                    "UPDATE code_files SET size = ?, mtime_ns = ? WHERE path = ?", (record.size, record.mtime_ns, record.path)
+                )
+            for item in parsed:
+                record = item.record
+                stored = db.execute("SELECT hash, mtime_ns FROM code_files WHERE path = ?", (record.path,)).fetchone()
+                if stored is not None and stored[1] > record.mtime_ns:
+                    continue  # a newer version was parsed meanwhile (the watcher overtook a scan)
+                if stored is None or stored[0] != record.hash:
+                    self._purge(db, record.path, rev)
+                    self._insert(db, item, rev)
+                db.execute(
+                    "INSERT OR REPLACE INTO code_files (path, language, size, mtime_ns, hash, lines, indexed_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (record.path, record.language, record.size, record.mtime_ns, record.hash, record.lines, now),
+                )
+        return rev
+
+    @staticmethod
+    def _purge(db: sqlite3.Connection, path: str, rev: int) -> None:
+        db.execute("INSERT INTO code_removed (rev, id) SELECT ?, id FROM code_symbols WHERE path = ?", (rev, path))
+        db.execute("DELETE FROM code_symbols WHERE path = ?", (path,))
+        db.execute("DELETE FROM code_refs WHERE path = ?", (path,))
+
+    @staticmethod
+    def _insert(db: sqlite3.Connection, item: ParsedFile, rev: int) -> None:
+        path, language = item.record.path, item.record.language
+        db.executemany(
+            "INSERT INTO code_symbols (path, language, rev, name, qualname, kind, start_line, end_line, signature, doc, "
+            "parent, content_hash, body_head, embed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(path, language, rev, *row) for row in item.symbols],
+        )
+        db.executemany(
+            "INSERT INTO code_refs (name, path, kind, lines, uses) VALUES (?, ?, ?, ?, ?)",
+            [(name, path, kind, lines, uses) for name, kind, lines, uses in item.references],
+        )
+
+    def prune(self) -> None:
+        """Drop vectors no symbol uses any more (their code was edited or deleted), and removal records
+        every live index has long passed. An index that lagged further (a slot idle for thousands of
+        revisions) holds the wrong number of points when it next opens, and is rebuilt then."""
+        with self._write() as db:
+            db.execute("DELETE FROM code_vectors WHERE embed_hash NOT IN (SELECT embed_hash FROM code_symbols)")
+            db.execute(
+                "DELETE FROM code_removed WHERE rev < (SELECT value FROM counters WHERE name = 'code_rev') - ?",
+                (KEEP_REMOVALS_REVISIONS,),
+            )
+
+    # -- the change feed a search index follows ---------------------------------
+
+    def rev(self) -> int:
+        return self._read("SELECT value FROM counters WHERE name = 'code_rev'")[0][0]
+
+    def tree_rev(self) -> int:
+        """Changes when any file's definitions or references change, and only then."""
+        return self._read("SELECT value FROM counters WHERE name = 'code_tree'")[0][0]
+
+    def rev_and_count(self) -> tuple[int, int]:
+        row = self._read("SELECT (SELECT value FROM counters WHERE name = 'code_rev'), (SELECT COUNT(*) FROM code_symbols)")[0]
+        return row[0], row[1]
+
+    def changes_since(self, rev: int, model: str, revisions: int) -> tuple[list[SymbolChange], list[int], int]:
+        """What the next few revisions after `rev` changed: symbols to upsert, ids to delete, and the revision
+        reached (`rev` itself when there is nothing new). Whole revisions only, so a watermark never splits one."""
+        revs = self._read(
+            "SELECT rev FROM (SELECT rev FROM code_symbols WHERE rev > ? UNION SELECT rev FROM code_removed WHERE rev > ?) "
+            "ORDER BY rev LIMIT ?",
+            (rev, rev, revisions),
+        )
+        if not revs:
+            return [], [], rev
+        top = revs[-1][0]
+        columns = ", ".join("s." + column.strip() for column in _SYMBOL_COLUMNS.split(","))
+        rows = self._read(
+            f"SELECT {columns}, v.vector FROM code_symbols s "
+            "LEFT JOIN code_vectors v ON v.embed_hash = s.embed_hash AND v.model = ? "
+            "WHERE s.rev > ? AND s.rev <= ? ORDER BY s.rev, s.id",
+            (model, rev, top),
+        )
+        removed = [row[0] for row in self._read("SELECT id FROM code_removed WHERE rev > ? AND rev <= ?", (rev, top))]
+        return [SymbolChange(_symbol(row), row["vector"]) for row in rows], removed, top
+
+    def missing_vectors(self, model: str, limit: int) -> list[StoredSymbol]:
+        """Symbols whose text has no vector for `model` yet, one per distinct text."""
+        rows = self._read(
+            f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols WHERE id IN (SELECT MIN(s.id) FROM code_symbols s "
+            "LEFT JOIN code_vectors v ON v.embed_hash = s.embed_hash AND v.model = ? WHERE v.embed_hash IS NULL "
+            "GROUP BY s.embed_hash LIMIT ?)",
+            (model, limit),
+        )
+        return [_symbol(row) for row in rows]
+
+    def count_missing_vectors(self, model: str) -> int:
+        return self._read(
+            "SELECT COUNT(*) FROM code_symbols s LEFT JOIN code_vectors v ON v.embed_hash = s.embed_hash AND v.model = ? "
+            "WHERE v.embed_hash IS NULL",
+            (model,),
+        )[0][0]
+
+    def store_vectors(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> None:
+        """Save vectors by text hash and move the symbols using them to a new revision, so indexes pick them up."""
+        with self._write() as db:
+            rev = _next_code_rev(db)
+            for text_hash, vector in vectors:
+                db.execute(
+                    "INSERT OR REPLACE INTO code_vectors (embed_hash, model, vector) VALUES (?, ?, ?)", (text_hash, model, vector)
+                )
+                db.execute("UPDATE code_symbols SET rev = ? WHERE embed_hash = ?", (rev, text_hash))
+
+    # -- queries ---------------------------------------------------------------
+
+    def symbols(self, where: str, params: Sequence[object], limit: int) -> list[StoredSymbol]:
+        rows = self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols WHERE {where} ORDER BY path, start_line LIMIT ?", (*params, limit))
+        return [_symbol(row) for row in rows]
+
+    def symbols_by_ids(self, ids: Sequence[int]) -> dict[int, StoredSymbol]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return {row["id"]: _symbol(row) for row in self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols WHERE id IN ({marks})", ids)}
+
+    def definition_sites(self, name: str, limit: int) -> list[tuple[str, str]]:
+        """(path, qualname) of definitions whose name or qualified name (either separator) is `name`."""
+        spellings = sorted({name, name.replace("::", "."), name.replace(".", "::")})
+        marks = ",".join("?" * len(spellings))
+        rows = self._read(
+            f"SELECT DISTINCT path, qualname FROM code_symbols WHERE (name = ? COLLATE NOCASE AND name = ?) OR qualname IN ({marks}) "
+            "ORDER BY path, qualname LIMIT ?",
+            (name, name, *spellings, limit),
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    def symbol_digest(self, path: str, qualname: str) -> str | None:
+        """The content hash of a definition (of all of them, for overloads); None when it is gone."""
+        rows = self._read(
+            "SELECT content_hash FROM code_symbols WHERE path = ? AND qualname = ? ORDER BY content_hash", (path, qualname)
+        )
+        return ",".join(row[0] for row in rows) or None
+
+    def references(self, name: str, path_prefix: str | None, limit: int) -> list[StoredReference]:
+        """Use sites of `name`, by path and line, at most `limit`."""
+        where, params = "name = ?", [name]
+        if path_prefix:
+            condition, values = under(path_prefix)
+            where += f" AND {condition}"
+            params += values
+        sites: list[StoredReference] = []
+        for row in self._read(f"SELECT name, path, kind, lines FROM code_refs WHERE {where} ORDER BY path", params):
+            if len(sites) >= limit and row["path"] != sites[-1].path:
+                break  # every file that can be among the first `limit` sites is in
+            sites.extend(StoredReference(row["name"], row["path"], int(line), row["kind"]) for line in row["lines"].split(","))
+        sites.sort(key=lambda site: (site.path, site.line))
+        return sites[:limit]
+
+    def graph_rows(self) -> tuple[list[tuple[str, str, str, int, str, str]], list[tuple[str, str, int]]]:
+        """What the repo map ranks: definitions as (path, name, kind, line, signature, parent); uses as (path, name, count)."""
+        definitions = [tuple(row) for row in self._read("SELECT path, name, kind, start_line, signature, parent FROM code_symbols")]
+        references = [tuple(row) for row in self._read("SELECT path, name, SUM(uses) FROM code_refs GROUP BY path, name")]
+        return definitions, references  # type: ignore[return-value]
+
+    def counts(self) -> CodeCounts:
+        languages = {row[0]: row[1] for row in self._read("SELECT language, COUNT(*) FROM code_files GROUP BY language")}
+        row = self._read("SELECT (SELECT COUNT(*) FROM code_symbols), (SELECT TOTAL(uses) FROM code_refs)")[0]
+        return CodeCounts(sum(languages.values()), row[0], int(row[1]), languages)
+
+
+def _next_code_rev(db: sqlite3.Connection) -> int:
+    return db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_rev' RETURNING value").fetchone()[0]
+
+
+def like_escape(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern written with `ESCAPE '\\'`."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def under(path: str) -> tuple[str, list[object]]:
+    """A condition matching `path` itself or anything below it, with its parameters."""
+    return "(path = ? OR path LIKE ? ESCAPE '\\')", [path, like_escape(path.rstrip("/") + "/") + "%"]
+
+
+def content_digest(source: bytes) -> str:
+    return hashlib.blake2b(source, digest_size=16).hexdigest()

@@ -1,0 +1,255 @@
+"""Definitions and references in one source file, from its tags query.
+
+Everything language-specific lives in the query files (see `languages.py`);
+this module only interprets the captures: it nests definitions by the byte
+ranges they cover to get parents and qualified names, cuts the signature at
+the node's `body` field, and reads doc comments from `@doc` captures or, when
+the query has none, from the comments directly above the definition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from project_ledger.code.languages import Grammar
+
+SymbolKind = Literal["function", "method", "class", "struct", "interface", "enum", "trait", "type", "constant", "module", "macro"]
+KINDS: tuple[str, ...] = get_args(SymbolKind)
+# Kinds some upstream queries use, mapped onto ours; anything else (and `ignore`) is dropped.
+KIND_ALIASES = {
+    "constructor": "method",
+    "namespace": "module",
+    "object": "class",
+    "union": "struct",
+    "typedef": "type",
+    "record": "class",
+}
+TYPE_KINDS = {"class", "struct", "interface", "enum", "trait", "type"}
+# Nodes that wrap a definition without being one: comments sit above the wrapper.
+WRAPPERS = {
+    "decorated_definition",
+    "export_statement",
+    "template_declaration",
+    "ambient_declaration",
+    "attributed_declaration",
+}
+# Comment lines that are only decoration, and the markers that open or close a comment.
+_COMMENT_MARKERS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--+\[*=*\[*|\]=*\])?\s?")
+_COMMENT_TAIL = re.compile(r"\s*\*/\s*$")
+ATTRIBUTES = {"attribute_item"}  # Rust `#[derive(...)]` between a doc comment and its item
+BODY_NODES = {"class_body", "function_body", "enum_class_body"}
+SIGNATURE_CHARS = 300
+DOC_CHARS = 800
+BODY_HEAD_LINES = 4
+BODY_HEAD_CHARS = 240
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    qualname: str
+    kind: str
+    line: int  # 1-based, first line of the definition
+    end_line: int
+    signature: str
+    doc: str
+    parent: str  # the enclosing definition's qualified name, "" at top level
+    content_hash: str
+    body_head: str  # the first lines after the declaration's first line, for search
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    line: int
+    kind: str  # call, class, type, ... as the query says
+
+
+@dataclass
+class FileSymbols:
+    definitions: list[Definition] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+
+
+@dataclass
+class _Item:
+    """A captured definition or scope before nesting is known."""
+
+    name: str
+    kind: str  # a KINDS value, or "scope"
+    node: Any
+    pattern: int
+    docs: list[Any]
+    owner: str | None  # from an explicit @parent capture
+    qualname: str = ""
+    parent: _Item | None = None
+
+
+def _text(node: Any) -> str:
+    return node.text.decode("utf-8", errors="replace")
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _signature(node: Any, source: bytes) -> str:
+    """The declaration up to its body, on one line; without a body field, its first line."""
+    body = node.child_by_field_name("body")
+    if body is None and (value := node.child_by_field_name("value")) is not None:
+        body = value.child_by_field_name("body")
+    if body is None:  # grammars without a `body` field (Kotlin)
+        body = next((child for child in node.named_children if child.type in BODY_NODES), None)
+    if body is not None and body.start_byte > node.start_byte:
+        end = node.start_byte
+        for child in node.children:  # up to the last part of the header that is not a comment
+            if child.start_byte >= body.start_byte:
+                break
+            if "comment" not in child.type:
+                end = min(child.end_byte, body.start_byte)
+        head = source[node.start_byte : end].decode("utf-8", errors="replace")
+        return _one_line(head.rstrip().rstrip("{:=").rstrip(), SIGNATURE_CHARS)
+    first = source[node.start_byte : node.end_byte].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    return _one_line(first.rstrip().rstrip("{").rstrip(), SIGNATURE_CHARS)
+
+
+def _body_head(node: Any, source: bytes) -> str:
+    chunk = source[node.start_byte : min(node.end_byte, node.start_byte + 4 * BODY_HEAD_CHARS)]
+    lines = [" ".join(line.split()) for line in chunk.decode("utf-8", errors="replace").splitlines()[1:]]
+    return " ".join([line for line in lines if line][:BODY_HEAD_LINES])[:BODY_HEAD_CHARS]
+
+
+def _clean_comment(text: str) -> str:
+    lines = [_COMMENT_MARKERS.sub("", _COMMENT_TAIL.sub("", line), count=1).rstrip() for line in text.splitlines()]
+    return "\n".join(line for line in lines).strip()
+
+
+def _clean_string(text: str) -> str:
+    """A docstring literal's contents: quotes and prefixes off, indentation evened."""
+    match = re.match(r'^[rRuUbBfF]*("""|\'\'\'|"|\')(.*)\1$', text, re.DOTALL)
+    body = match.group(2) if match else text
+    lines = body.strip("\n").splitlines()
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    cut = min(indents, default=0)
+    return "\n".join([lines[0].strip(), *(line[cut:].rstrip() for line in lines[1:])]).strip() if lines else ""
+
+
+def _doc(item: _Item) -> str:
+    if item.docs:
+        nodes = item.docs
+    else:
+        nodes = _comments_above(item.node)
+    parts = [_clean_string(_text(n)) if "string" in n.type else _clean_comment(_text(n)) for n in nodes]
+    doc = "\n".join(part for part in parts if part).strip()
+    return doc if len(doc) <= DOC_CHARS else doc[: DOC_CHARS - 1] + "…"
+
+
+def _comments_above(node: Any) -> list[Any]:
+    """The run of comments ending on the line right above the definition (or its wrapper)."""
+    while node.parent is not None and node.parent.type in WRAPPERS:
+        node = node.parent
+    found: list[Any] = []
+    line = node.start_point[0]
+    sibling = node.prev_sibling
+    while sibling is not None and ("comment" in sibling.type or sibling.type in ATTRIBUTES) and sibling.end_point[0] >= line - 1:
+        if "comment" in sibling.type:
+            found.append(sibling)
+        line = sibling.start_point[0]
+        sibling = sibling.prev_sibling
+    return found[::-1]
+
+
+def _kind(capture: str) -> str | None:
+    kind = capture.split(".", 1)[1]
+    kind = KIND_ALIASES.get(kind, kind)
+    return kind if kind in KINDS or kind == "ignore" else None
+
+
+def extract(grammar: Grammar, source: bytes) -> FileSymbols:
+    """Parse `source` and read its definitions and references through the grammar's tags query."""
+    from tree_sitter import QueryCursor
+
+    tree = grammar.parser.parse(source)
+    items: dict[tuple[int, int, int], _Item] = {}
+    references: dict[tuple[bytes, int], str] = {}  # (name, line) -> kind; names decoded once, at the end
+    for pattern, captures in QueryCursor(grammar.query).matches(tree.root_node):
+        names = captures.get("name")
+        if not names:
+            continue
+        name_node = names[0]
+        for capture, nodes in captures.items():
+            if capture.startswith("reference."):
+                references.setdefault((name_node.text, name_node.start_point[0] + 1), capture[10:])
+                continue
+            if capture == "scope":
+                kind: str | None = "scope"
+            elif capture.startswith("definition."):
+                kind = _kind(capture)
+            else:
+                continue
+            if kind is None:
+                continue
+            node = nodes[0]
+            key = (node.start_byte, node.end_byte, name_node.start_byte)
+            if key in items and items[key].pattern > pattern:
+                continue
+            owner = captures.get("parent")
+            items[key] = _Item(_text(name_node), kind, node, pattern, captures.get("doc", []), _text(owner[0]) if owner else None)
+    return FileSymbols(_nest(grammar, source, items), _outside(references, items))
+
+
+def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, int, int], _Item]) -> list[Reference]:
+    """References minus the definitions' own names (some queries tag every type identifier)."""
+    defined = {(item.name, item.node.start_point[0] + 1) for item in items.values() if item.kind not in ("ignore", "scope")}
+    found = (Reference(name.decode("utf-8", errors="replace"), line, kind) for (name, line), kind in references.items())
+    return [ref for ref in found if (ref.name, ref.line) not in defined]
+
+
+def _same_node(a: _Item, b: _Item) -> bool:
+    return (a.node.start_byte, a.node.end_byte) == (b.node.start_byte, b.node.end_byte)
+
+
+def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _Item]) -> list[Definition]:
+    separator = grammar.spec.separator
+    ordered = sorted(items.values(), key=lambda item: (item.node.start_byte, -item.node.end_byte))
+    stack: list[_Item] = []
+    definitions: list[Definition] = []
+    for item in ordered:
+        if item.kind == "ignore":
+            continue
+        while stack and (stack[-1].node.end_byte <= item.node.start_byte or _same_node(stack[-1], item)):
+            stack.pop()  # ended before this one, or shares its node (`const A = 1, B = 2;`): not a parent
+        item.parent = stack[-1] if stack else None
+        if item.owner is not None:  # an explicit owner (Go receiver, C++ `Foo::bar`) inside any enclosing scope
+            parent_name = item.owner if item.parent is None else f"{item.parent.qualname}{separator}{item.owner}"
+            item.qualname = f"{parent_name}{separator}{item.name}"
+        elif item.parent is not None:
+            item.qualname = f"{item.parent.qualname}{separator}{item.name}"
+            parent_name = item.parent.qualname
+            if item.kind == "function" and item.parent.kind in TYPE_KINDS | {"scope"}:
+                item.kind = "method"
+        else:
+            item.qualname, parent_name = item.name, ""
+        stack.append(item)
+        if item.kind == "scope":
+            continue
+        node = item.node
+        definitions.append(
+            Definition(
+                name=item.name,
+                qualname=item.qualname,
+                kind=item.kind,
+                line=node.start_point[0] + 1,
+                end_line=node.end_point[0] + 1,
+                signature=_signature(node, source),
+                doc=_doc(item),
+                parent=parent_name,
+                content_hash=hashlib.blake2b(source[node.start_byte : node.end_byte], digest_size=8).hexdigest(),
+                body_head=_body_head(node, source),
+            )
+        )
+    return definitions

@@ -1,0 +1,206 @@
+"""The composition root: the only place that turns `Settings` into wired objects."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from project_ledger.code.indexer import CodeIndexer
+from project_ledger.code.search import CODE_PAYLOAD, CodeSearch
+from project_ledger.code.service import CodeService
+from project_ledger.code.store import CodeStore
+from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
+from project_ledger.errors import IndexUnavailable, StorageError
+from project_ledger.memory.ranking import RankingParams
+from project_ledger.memory.service import LedgerService, Limits, Quality
+from project_ledger.memory.session_gists import GistParams, SessionGists
+from project_ledger.search.embedding import Embedder, create_embedder
+from project_ledger.search.file_lock import FileLock
+from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex
+from project_ledger.storage.index_sync import IndexSync
+from project_ledger.storage.journal import Journal
+from project_ledger.text.tokens import TokenCounter
+
+PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
+SLOT_PREFIXES: dict[IndexKind, str] = {"memories": "edge", "code": "code"}  # embedded slots: index/<prefix>-<n>/
+
+
+def prepare_data_dir(paths: ProjectPaths) -> None:
+    """Create the data directory, private to its owner, with a `.gitignore` of `*`, so its contents are never
+    committed by accident."""
+    try:
+        paths.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ignore = paths.data_dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# project-ledger data: journal, index, model links\n*\n")
+    except OSError as exc:
+        raise StorageError(
+            f"cannot use data directory {paths.data_dir} ({exc.strerror}); make it writable or choose another with --data-dir"
+        ) from exc
+
+
+def open_ledger(settings: Settings, cwd: Path, *, embedder: Embedder | None = None) -> LedgerService:
+    """Open the journal now (fast); the index and the model open later, in `ledger.sync`.
+
+    An `embedder` made earlier can be shared between ledgers of one process (the tests load the model once).
+    """
+    return open_ledger_with_indexes(settings, cwd, embedder=embedder)[0]
+
+
+def open_ledger_with_indexes(
+    settings: Settings, cwd: Path, *, rebuild: bool = False, embedder: Embedder | None = None
+) -> tuple[LedgerService, SearchIndexes]:
+    """The ledger and what opens its search indexes, for callers that look at the indexes themselves (`migration`)."""
+    paths = resolve_paths(settings, cwd)
+    prepare_data_dir(paths)
+    journal = Journal(paths.journal, settings.journal_wait_seconds)
+    if embedder is None:
+        embedder = create_embedder(settings.embed_model, settings.embed_model_path, paths.model_dir, settings.embed_threads)
+    indexes = SearchIndexes(settings, paths, journal, embedder, rebuild)
+    sync = IndexSync(journal, lambda: indexes.open("memories"), embedder)
+    tokens = TokenCounter()
+    ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
+    quality = Quality(
+        settings.near_duplicate_overlap,
+        settings.restated_context_overlap,
+        settings.reject_restated_context,
+        settings.capture,
+        settings.redact_secrets,
+    )
+    gists = SessionGists(
+        journal,
+        tokens,
+        GistParams(settings.sampling_chunk_tokens, settings.sampling_max_requests, settings.compact_session_turns),
+        sync.kick,
+    )
+    code = open_code_service(settings, paths, journal, embedder, tokens, indexes) if settings.code_index else None
+    limits = Limits(
+        settings.max_text_bytes,
+        settings.instructions_tokens,
+        settings.max_k,
+        settings.max_tags,
+        settings.max_label_chars,
+        settings.max_result_tokens,
+    )
+    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality, gists), indexes
+
+
+class SearchIndexes:
+    """Opens a project's two search indexes, memories and code symbols, on the configured backend.
+
+    Embedded: a Qdrant Edge shard slot each (`edge-<n>`, `code-<n>`). Server: a collection each
+    (`Settings.collection_name`), through one qdrant-client made on first use and shared, because local
+    mode allows one client per folder and the two indexes open in two threads at once. With `rebuild`,
+    each index is emptied as it opens, so that catching up fills it from the journal (a migration).
+    """
+
+    def __init__(self, settings: Settings, paths: ProjectPaths, journal: Journal, embedder: Embedder, rebuild: bool = False) -> None:
+        self._settings = settings
+        self._paths = paths
+        self._journal = journal
+        self._embedder = embedder
+        self._rebuild = rebuild
+        self._client_lock = threading.Lock()
+        self._client: tuple[Any, str] | None = None
+        self.opened: dict[IndexKind, SearchIndex] = {}  # the latest index opened of each kind
+
+    def open(self, kind: IndexKind) -> SearchIndex:
+        index = self._open_server(kind) if self._settings.uses_qdrant_server else self._open_embedded(kind)
+        if self._rebuild:
+            with index.sync_lock():
+                index.reset(self._journal.reindex_epoch() if kind == "memories" else 0)  # the code index has no epochs
+        self.opened[kind] = index
+        return index
+
+    def _open_embedded(self, kind: IndexKind) -> SearchIndex:
+        from project_ledger.search.edge_index import EdgeIndex
+
+        return EdgeIndex.open_slot(self._paths.index_dir, self._embedder.dim, self._embedder.identity, PAYLOADS[kind], SLOT_PREFIXES[kind])
+
+    def _open_server(self, kind: IndexKind) -> SearchIndex:
+        from project_ledger.search.qdrant_index import QdrantIndex
+
+        client, location = self.client()
+        return QdrantIndex(
+            client,
+            collection=self._settings.collection_name(self._paths, self._journal.journal_id(), kind),
+            state_dir=self._paths.index_dir,
+            dim=self._embedder.dim,
+            embedder_identity=self._embedder.identity,
+            payload=PAYLOADS[kind],
+            location=location,
+            owns_client=kind == "memories",  # the memory index closes the shared client, last
+            create_options=collection_options(self._settings),
+        )
+
+    def name(self, kind: IndexKind) -> str:
+        """The collection (server) or the slot folder (embedded) of the index of `kind` opened last."""
+        if self._settings.uses_qdrant_server:
+            return self._settings.collection_name(self._paths, self._journal.journal_id(), kind)
+        return Path(self.opened[kind].location).name
+
+    def check_available(self) -> None:
+        """Fail now, not after a long job: the server must answer (and local mode's folder be free), and the embedded
+        index's first slots, which the next server to start takes, must not be held by a running process."""
+        kinds: list[IndexKind] = ["memories", "code"] if self._settings.code_index else ["memories"]
+        if self._settings.uses_qdrant_server:
+            if self._settings.qdrant_url:
+                where, hint = self._settings.qdrant_url, "check QDRANT_URL, QDRANT_API_KEY and that the server is up"
+            else:
+                where, hint = f"local-mode folder {self._settings.qdrant_path}", "stop the process that has it open"
+            try:
+                client, _ = self.client()
+                client.get_collections()
+            except Exception as exc:  # refused, timed out, unauthorized, or a local-mode folder in use: all say the same
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise IndexUnavailable(f"cannot use the Qdrant server at {where}: {reason}; {hint}") from None
+            return
+        self._paths.index_dir.mkdir(parents=True, exist_ok=True)
+        for kind in kinds:
+            lock = FileLock.try_acquire(self._paths.index_dir / f"{SLOT_PREFIXES[kind]}-0.lock")
+            if lock is None:
+                raise IndexUnavailable(
+                    f"the embedded {kind} index in {self._paths.index_dir} is in use by another process, most likely a running "
+                    "`project-ledger serve` for this project; stop it and run the migration again"
+                )
+            lock.release()
+
+    def client(self) -> tuple[Any, str]:
+        """The shared qdrant-client and a description of where it points."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = qdrant_client(self._settings)
+            return self._client
+
+
+def qdrant_client(settings: Settings) -> tuple[Any, str]:
+    """A client for the configured Qdrant server (or local-mode folder) and a description of where it points."""
+    from project_ledger.search.qdrant_index import QdrantIndex
+
+    return QdrantIndex.client(settings.qdrant_url, settings.qdrant_api_key, settings.qdrant_path)
+
+
+def collection_options(settings: Settings) -> dict[str, int]:
+    """How a new collection is sharded and replicated; what is not set is left to the server."""
+    options = {
+        "shard_number": settings.qdrant_shard_number,
+        "replication_factor": settings.qdrant_replication_factor,
+        "write_consistency_factor": settings.qdrant_write_consistency_factor,
+    }
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def open_code_service(
+    settings: Settings,
+    paths: ProjectPaths,
+    journal: Journal,
+    embedder: Embedder,
+    tokens: TokenCounter,
+    indexes: SearchIndexes,
+) -> CodeService:
+    """The code index over the journal's database; its search points go to their own shard or collection."""
+    store = CodeStore(journal.path)
+    indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers, settings.redact_secrets)
+    search = CodeSearch(store, lambda: indexes.open("code"), embedder)
+    return CodeService(paths.root, store, indexer, search, tokens, settings.watch)

@@ -1,0 +1,174 @@
+"""`project-ledger doctor`: check what the ledger depends on, and repair what can be repaired without a choice to make.
+
+Each check gives one finding. A repair is only made with `fix`, and only when
+it cannot lose anything: the index, vectors and code index are derived data,
+and tightening the data directory's permissions takes nothing away. A damaged
+journal is reported, never rewritten: that choice stays with its owner.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from project_ledger.code.source_files import SKIPPED_DIRS
+from project_ledger.code.watcher import CodeWatcher
+from project_ledger.errors import LedgerError
+from project_ledger.memory.service import LedgerService
+from project_ledger.search.edge_index import MIN_FREE_BYTES
+
+State = Literal["ok", "fixed", "warning", "problem", "skipped"]
+INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_watches")
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    state: State
+    detail: str
+
+
+def examine(ledger: LedgerService, fix: bool) -> list[Finding]:
+    """Every check, in the order a repair depends on: storage first, then what is derived from it."""
+    journal = _journal(ledger)
+    findings = [_permissions(ledger, fix), _disk(ledger), journal, _model(ledger)]
+    if journal.state == "problem":
+        findings += [Finding(check, "skipped", "derived from the journal, which must be sound first") for check in ("index", "vectors")]
+    else:
+        findings += [_index(ledger, fix), _vectors(ledger, fix)]
+    if ledger.code is not None:
+        findings += [_code_index(ledger, fix), _watcher(ledger)]
+    return findings
+
+
+def _permissions(ledger: LedgerService, fix: bool) -> Finding:
+    data_dir = ledger.paths.data_dir
+    probe = data_dir / f".doctor-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        probe.unlink()
+    except OSError as exc:
+        return Finding("permissions", "problem", f"{data_dir} is not writable ({exc.strerror}); nothing can be stored until it is")
+    mode = stat.S_IMODE(data_dir.stat().st_mode)
+    if not mode & 0o077:
+        return Finding("permissions", "ok", f"{data_dir} is writable and private ({mode:o})")
+    detail = f"{data_dir} is open to other users ({mode:o}): they can read every memory"
+    if not fix:
+        return Finding("permissions", "warning", detail + "; --fix makes it 700")
+    data_dir.chmod(0o700)
+    return Finding("permissions", "fixed", detail + "; made it 700")
+
+
+def _disk(ledger: LedgerService) -> Finding:
+    free = shutil.disk_usage(ledger.paths.data_dir).free
+    detail = f"{free / 2**20:,.0f} MB free where the data directory is"
+    if free < MIN_FREE_BYTES:
+        return Finding(
+            "disk", "warning", f"{detail}: the embedded index stops writing below {MIN_FREE_BYTES // 2**20} MB, and the journal "
+            "refuses writes with a clear error when the disk is full; nothing stored is lost",
+        )
+    return Finding("disk", "ok", detail)
+
+
+def _journal(ledger: LedgerService) -> Finding:
+    try:
+        problems = ledger.journal.integrity()
+        counts = ledger.journal.counts()
+    except LedgerError as exc:
+        problems = [str(exc)]
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        return Finding(
+            "journal",
+            "problem",
+            f"{shown}. Copy {ledger.journal.path} somewhere safe, `project-ledger export` what can still be read, "
+            "then import that export into a fresh data directory",
+        )
+    live = sum(counts.by_kind.values()) + counts.superseded
+    return Finding("journal", "ok", f"integrity check passed; {live} memories, {counts.forgotten} tombstones")
+
+
+def _model(ledger: LedgerService) -> Finding:
+    embedder = ledger.sync.embedder
+    if embedder.load():
+        return Finding("model", "ok", f"{embedder.identity} loads")
+    return Finding("model", "problem", f"{embedder.identity}: {embedder.detail}; recall falls back to exact words (BM25) until it loads")
+
+
+def _index(ledger: LedgerService, fix: bool) -> Finding:
+    """Opening the index already checks it against the journal and rebuilds a damaged one; say what that found."""
+    try:
+        ledger.sync.open_now()
+        ledger.sync.index()
+        ledger.sync.catch_up()
+    except LedgerError as exc:
+        if not fix:
+            return Finding("index", "problem", f"{exc}; --fix rebuilds it from the journal")
+        return Finding("index", "fixed", f"{exc}; rebuilt from the journal: {ledger.reindex()} memories")
+    figures = ledger.sync.figures(timeout=60)
+    rev, expected = ledger.journal.rev_and_indexable_count()
+    if figures is not None and figures != (rev, expected):
+        watermark, points = figures
+        detail = f"index holds {points} memories at revision {watermark}; the journal has {expected} at {rev}"
+        if not fix:
+            return Finding("index", "problem", detail + "; --fix rebuilds it")
+        return Finding("index", "fixed", f"{detail}; rebuilt: {ledger.reindex()} memories")
+    events = "; ".join(ledger.sync.events)
+    if events:
+        return Finding("index", "fixed", f"{events}; now {expected} memories, in step with the journal")
+    return Finding("index", "ok", f"{expected} memories, in step with the journal")
+
+
+def _vectors(ledger: LedgerService, fix: bool) -> Finding:
+    missing = ledger.journal.count_missing_embeddings(ledger.sync.embedder.identity)
+    if not missing:
+        return Finding("vectors", "ok", "every memory has its vector")
+    detail = f"{missing} memories have no vector yet (a running server computes them in the background)"
+    if not fix or ledger.sync.embedder.state != "ready":
+        return Finding("vectors", "warning", detail + ("; --fix computes them now" if not fix else ""))
+    ledger.sync.embed_all()
+    ledger.sync.catch_up()
+    return Finding("vectors", "fixed", detail + "; computed them")
+
+
+def _code_index(ledger: LedgerService, fix: bool) -> Finding:
+    assert ledger.code is not None
+    indexer = ledger.code.indexer
+    changed, gone = indexer.out_of_date()
+    if not changed and not gone:
+        return Finding("code index", "ok", f"{ledger.code.store.counts().files} files, in step with the source tree")
+    detail = f"since the last index, source files new or changed: {changed}, deleted: {gone}"
+    if not fix:
+        return Finding("code index", "warning", detail + " (a running server's watcher catches up); --fix indexes them now")
+    summary = indexer.scan()
+    return Finding("code index", "fixed", f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed")
+
+
+def _watcher(ledger: LedgerService) -> Finding:
+    """Start a watcher on the tree, as a server does, and compare the directories it watches with the inotify limit."""
+    assert ledger.code is not None
+    if ledger.code.watcher is None:
+        return Finding("watcher", "ok", "off (LEDGER_WATCH=false): the code index updates at start or with `project-ledger index`")
+    root = ledger.paths.root
+    directories = 1 + sum(
+        1 + sum(len(dirs) for _, dirs, _ in os.walk(entry))
+        for entry in root.iterdir()
+        if entry.name not in SKIPPED_DIRS and entry.is_dir() and not entry.is_symlink()
+    )
+    watcher = CodeWatcher(root, ledger.code.indexer)
+    watcher.start()
+    running = watcher.state == "running"
+    watcher.stop()
+    limit = int(INOTIFY_LIMIT.read_text()) if INOTIFY_LIMIT.exists() else None
+    counted = f"{directories} directories to watch" + (f", inotify allows {limit} per user" if limit else "")
+    if not running:
+        return Finding(
+            "watcher", "problem", f"the file watcher could not start ({counted}); raise fs.inotify.max_user_watches or set LEDGER_WATCH=false"
+        )
+    if limit and directories > limit // 2:
+        return Finding("watcher", "warning", f"starts, but {counted}: other programs' watches may exhaust it")
+    return Finding("watcher", "ok", f"starts; {counted}")

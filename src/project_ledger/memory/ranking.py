@@ -1,0 +1,197 @@
+"""How recalled memories are ordered and which are relevant enough to return. Pure: no I/O.
+
+The search index hands back two candidate lists (by meaning and by BM25). They
+are fused with weighted reciprocal-rank fusion, then adjusted by what the
+index does not know: how old a memory is, how often it was handed out, its
+kind, whether it comes from the caller's session, and whether it is outdated:
+superseded itself, or a turn that stated a decision that was later superseded
+(`outdated_turns`). The weights come from `benchmarks/retrieval.py`.
+
+Rank fusion says nothing about whether the best match is any good, so each
+memory also gets an absolute *relevance* in [0, 1]: its cosine similarity to
+the query, or the share of the query's terms it contains, whichever is
+higher. A floor on that keeps an unrelated question from returning the
+nearest noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from project_ledger.models import Memory
+from project_ledger.search.fusion import FusionParams, fuse, positions, relevance
+from project_ledger.search.index import Candidates, SearchFilter
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DAY = 86_400.0
+NO_DECAY_KINDS = frozenset({"decision", "definition"})
+
+
+@dataclass(frozen=True)
+class RankingParams:
+    """Defaults as tuned on `benchmarks/retrieval.py` (README, "Retrieval quality") before turns were captured
+    into typed memories; its "as shipped" row scores them on today's ledger. The access weight, session
+    boost, outdated-turn similarity and the gist (`summary`) weight were set by hand: the benchmark cannot
+    exercise them."""
+
+    fusion: FusionParams = field(default_factory=lambda: FusionParams(k=20, dense_weight=1.5, candidates=50))
+    half_life_days: float = 7.0  # recency: an item this old keeps half of the decaying share
+    recency_share: float = 0.3  # the part of the score that decays; the rest never does
+    access_weight: float = 0.03  # per e-fold of times handed out
+    session_boost: float = 0.1
+    superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
+    outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
+    kind_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
+    )
+    floor: float = 0.24
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where a ranked memory's score came from, for explaining a ranking (`LedgerService.explain_recall`)."""
+
+    dense: float | None  # cosine similarity, when the dense list found it
+    dense_rank: int | None  # its place in that list, from 0
+    bm25: float | None  # BM25 score, when the BM25 list found it
+    bm25_rank: int | None
+    coverage: float  # share of the query's terms it contains
+    fused: float  # reciprocal-rank fusion of the two places, before boosts
+    boosts: Mapping[str, float]  # factors the fused score was multiplied by, by name
+
+
+@dataclass(frozen=True)
+class Ranked:
+    seq: int
+    memory: Memory
+    score: float
+    relevance: float
+    outdated_by: str | None  # for a turn that stated a since-superseded decision: what replaced it
+    sources: Sources
+
+
+def for_window(params: RankingParams, where: SearchFilter) -> RankingParams:
+    """A question asked about a time window ("what did we decide last week") is about what was said then:
+    age and later changes do not count against it."""
+    if where.since is None and where.until is None:
+        return params
+    return replace(params, recency_share=0.0, superseded_factor=1.0)
+
+
+def outdated_turns(
+    turns: Mapping[int, Memory], retired: Mapping[int, Memory], vectors: Mapping[int, np.ndarray], similarity: float
+) -> dict[int, str]:
+    """Turns that stated what a superseded memory recorded: {turn seq: id of the memory that replaced it}.
+
+    A decision is usually recorded right after the turns that made it. When it
+    is superseded, those turns still say the old thing in the same words, and
+    would outrank the new decision for the same question. A turn counts as a
+    source of a retired memory when it is from the same session, came before
+    it, and is at least `similarity` close in meaning (unit vectors assumed).
+    """
+    found: dict[int, str] = {}
+    for seq, turn in turns.items():
+        if seq not in vectors:
+            continue
+        for old_seq, old in retired.items():
+            if (
+                old.superseded_by is not None
+                and old.session == turn.session
+                and old.created_at >= turn.created_at
+                and old_seq in vectors
+                and float(vectors[seq] @ vectors[old_seq]) >= similarity
+            ):
+                found[seq] = old.superseded_by
+                break
+    return found
+
+
+def _boosts(memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool) -> dict[str, float]:
+    boosts: dict[str, float] = {}
+    if not memory.pinned and memory.kind not in NO_DECAY_KINDS and params.half_life_days > 0:
+        created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
+        age_days = max(now - created, 0.0) / DAY
+        decay = 0.5 ** (age_days / params.half_life_days)
+        boosts["recency"] = 1 - params.recency_share + params.recency_share * decay
+    if memory.access_count:
+        boosts["access"] = 1 + params.access_weight * math.log1p(memory.access_count)
+    if (weight := params.kind_weights.get(memory.kind, 1.0)) != 1.0:
+        boosts["kind"] = weight
+    if session is not None and memory.session == session:
+        boosts["session"] = 1 + params.session_boost
+    if memory.superseded_by is not None or outdated:
+        boosts["superseded"] = params.superseded_factor
+    return boosts
+
+
+def rank(
+    found: Candidates,
+    memories: Mapping[int, Memory],
+    lexical: Mapping[int, float],
+    params: RankingParams,
+    now: float,
+    session: str | None = None,
+    floor: float | None = None,
+    outdated: Mapping[int, str] | None = None,
+) -> tuple[list[Ranked], list[Ranked]]:
+    """(kept, below the floor), each best first.
+
+    `memories` holds the live candidates (others are skipped), `lexical` their
+    query-term coverage, and `outdated` the turns `outdated_turns` found.
+    """
+    outdated = outdated or {}
+    dense = {hit.seq: hit.score for hit in found.dense}
+    bm25 = {hit.seq: hit.score for hit in found.sparse}
+    dense_rank, bm25_rank = positions(found.dense), positions(found.sparse)
+    floor = params.floor if floor is None else floor
+    kept: list[Ranked] = []
+    dropped: list[Ranked] = []
+    for hit in fuse(found, params.fusion, len(found.dense) + len(found.sparse)):
+        memory = memories.get(hit.seq)
+        if memory is None:
+            continue
+        boosts = _boosts(memory, params, now, session, hit.seq in outdated)
+        score = hit.score * math.prod(boosts.values())
+        item = Ranked(
+            seq=hit.seq,
+            memory=memory,
+            score=score,
+            relevance=relevance(dense.get(hit.seq), lexical.get(hit.seq, 0.0)),
+            outdated_by=outdated.get(hit.seq),
+            sources=Sources(
+                dense=dense.get(hit.seq),
+                dense_rank=dense_rank.get(hit.seq),
+                bm25=bm25.get(hit.seq),
+                bm25_rank=bm25_rank.get(hit.seq),
+                coverage=lexical.get(hit.seq, 0.0),
+                fused=hit.score,
+                boosts=boosts,
+            ),
+        )
+        (kept if item.relevance >= floor else dropped).append(item)
+    return sorted(kept, key=_order), sorted(dropped, key=_order)
+
+
+def _order(item: Ranked) -> tuple[float, int]:
+    return -item.score, item.seq
+
+
+def collapse_captured(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:
+    """A captured memory quotes its turn: when both rank, the turn alone takes the better place of the two."""
+    by_id = {r.memory.id: r for r in ranked}
+    collapsed: list[Ranked] = []
+    placed: set[str] = set()
+    for r in ranked:
+        parent = parent_of.get(r.memory.id)
+        chosen = by_id[parent] if parent in by_id else r
+        if chosen.memory.id not in placed:
+            collapsed.append(chosen)
+            placed.add(chosen.memory.id)
+    return collapsed

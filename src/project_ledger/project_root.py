@@ -1,0 +1,69 @@
+"""Which directory is the project, when the server is not told with `--root`.
+
+Clients start stdio servers in different places: Claude Code in the project,
+VS Code and Cursor often in the workspace or the home directory, Claude Desktop
+wherever it likes. A wrong guess would scatter `.ledger/` directories over the
+disk, so a guess is only taken when the directory looks like a project, and the
+home directory and the filesystem's root are never taken at all. The client's
+MCP roots, when it offers them, settle the question.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from project_ledger.config import DATA_DIR_NAME, find_project_root
+
+PROJECT_MARKERS = (".git", DATA_DIR_NAME, "project_context.md")
+
+
+@dataclass(frozen=True)
+class RootChoice:
+    """The project root, or None with the reason none was taken; `source` says where it came from."""
+
+    root: Path | None
+    source: str
+    reason: str = ""
+
+
+def unsuitable(path: Path) -> str | None:
+    """Why `path` must not hold a ledger unless the user names it explicitly, or None if it may."""
+    path = path.resolve()
+    if path == Path(path.anchor):
+        return f"{path} is the filesystem's root"
+    home = os.environ.get("HOME")
+    if home and path == Path(home).resolve():
+        return f"{path} is the home directory"
+
+    return None
+
+
+def from_working_directory(cwd: Path) -> RootChoice:
+    """The git top-level of `cwd`, or `cwd` itself, if it holds a project marker and is not unsuitable; else no root."""
+    cwd = cwd.resolve()
+    for candidate in dict.fromkeys((find_project_root(cwd), cwd)):
+        if not unsuitable(candidate) and any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return RootChoice(candidate, "working directory")
+    if reason := unsuitable(cwd):
+        return RootChoice(None, "working directory", f"the working directory {reason}")
+    markers = ", ".join(PROJECT_MARKERS)
+    return RootChoice(None, "working directory", f"the working directory {cwd} is in no project (it has none of {markers})")
+
+
+def from_client_roots(uris: list[str]) -> RootChoice:
+    """The first local directory among the client's roots (its workspace folders, in its order)."""
+    for uri in uris:
+        parsed = urlparse(uri)
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            continue
+        path = Path(unquote(parsed.path))
+        if not path.is_dir():
+            continue
+        if reason := unsuitable(path):
+            return RootChoice(None, "client roots", f"the client's workspace root is unsuitable: {reason}")
+        top = find_project_root(path)
+        return RootChoice(path if unsuitable(top) else top, "client roots")
+    return RootChoice(None, "client roots", f"the client's roots hold no local directory ({', '.join(uris) or 'none'})")

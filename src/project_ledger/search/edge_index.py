@@ -1,0 +1,282 @@
+"""The embedded backend: a Qdrant Edge shard inside the data directory.
+
+A shard can be open in one process only, yet several server processes (and the
+CLI) may work on one project at once. So each process takes the first free
+*slot*: `index/edge-<n>/`, guarded by an exclusive lock on `index/edge-<n>.lock`.
+A slot keeps its shard (in a `shard-<id>/` folder) and a `state.json` with
+the journal revision it reflects; whichever process opens it next catches it up from the journal, which
+also holds the dense vectors, so catching up never re-runs the model.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from project_ledger.search.file_lock import FileLock
+from project_ledger.search.index import DENSE, SPARSE, Candidates, DiskNearlyFull, Hit, Indexable, IndexState, Match, PayloadType
+from project_ledger.search.sparse import SparseVec
+
+MAX_SLOTS = 32
+PERSIST_SECONDS = 1.0  # at most one flush of the shard per second: a flush costs ~30 ms, and every write catches up
+# The engine writes through memory maps, and there a full disk is not an error but SIGBUS, which kills the process.
+# Below this much free space the shard is not written: the index falls behind the journal, which keeps every write
+# (or refuses it with a clear error), and catches up once there is room again.
+MIN_FREE_BYTES = 128 * 2**20
+
+
+class EdgeIndex:
+    """One shard in one folder (`slot`): `shard/` plus `state.json`."""
+
+    backend = "qdrant-edge"
+
+    def __init__(
+        self, slot: Path, dim: int, embedder_identity: str, payload: dict[str, PayloadType], lock: FileLock | None = None
+    ) -> None:
+        import qdrant_edge
+
+        self._q = qdrant_edge
+        self._dim = dim
+        self._payload = payload
+        self._lock = lock
+        self.events: list[str] = []
+        self.location = str(slot)
+        self._slot = slot
+        self._state = IndexState(slot / "state.json", embedder_identity)
+        self._persisted_at = 0.0
+        self._shard: Any = None
+        slot.mkdir(parents=True, exist_ok=True)
+        self._open()
+
+    @classmethod
+    def open_slot(
+        cls, index_dir: Path, dim: int, embedder_identity: str, payload: dict[str, PayloadType], prefix: str = "edge"
+    ) -> EdgeIndex:
+        """The first slot `<prefix>-<n>` no other process holds, locked for this process's lifetime."""
+        index_dir.mkdir(parents=True, exist_ok=True)
+        for n in range(MAX_SLOTS):
+            lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
+            if lock is None:
+                continue
+            try:
+                return cls(index_dir / f"{prefix}-{n}", dim, embedder_identity, payload, lock)
+            except BaseException:
+                lock.release()
+                raise
+        raise RuntimeError(f"all {MAX_SLOTS} index slots in {index_dir} are in use by other processes")
+
+    def _open(self) -> None:
+        if not self._state.load():
+            if any(self._slot.glob("shard*")):
+                self.events.append(f"index state in {self.location} unreadable or for another model: rebuilt from the journal")
+            self._create(epoch=0)
+            return
+        shard_dir = self._slot / self._state.shard
+        if not shard_dir.is_dir():
+            self.events.append(f"index folder {shard_dir} was missing: rebuilt from the journal")
+            self._create(self._state.epoch)
+            return
+        try:
+            self._shard = self._q.EdgeShard.load(str(shard_dir))
+            self._shard.info()
+        except Exception as exc:  # a damaged shard is only a cache of the journal
+            self.events.append(f"index in {shard_dir} was unreadable ({exc}): rebuilt from the journal")
+            self._create(self._state.epoch)
+            return
+        self._remove_leftovers()
+
+    def _create(self, epoch: int) -> None:
+        """A new, empty shard in a new folder; the state file switches to it, then the old folder goes."""
+        self._require_space()
+        q = self._q
+        if self._shard is not None:
+            self._shard.close()
+            self._shard = None
+        name = f"shard-{secrets.token_hex(4)}"
+        config = q.EdgeConfig(
+            vectors={DENSE: q.EdgeVectorParams(size=self._dim, distance=q.Distance.Cosine)},
+            sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+        )
+        self._shard = q.EdgeShard.create(str(self._slot / name), config)
+        schema = {
+            "keyword": q.PayloadSchemaType.Keyword,
+            "integer": q.PayloadSchemaType.Integer,
+            "float": q.PayloadSchemaType.Float,
+        }
+        for field_name, kind in self._payload.items():
+            self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
+        self._state.epoch, self._state.watermark, self._state.shard, self._state.optimized = epoch, 0, name, 0
+        self._state.save()
+        self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """Shard folders the state no longer points to: replaced, or left by a crash mid-swap."""
+        for path in self._slot.iterdir():
+            if path.is_dir() and path.name not in (self._state.shard, "compacted"):
+                shutil.rmtree(path, ignore_errors=True)
+
+    # -- SearchIndex ---------------------------------------------------------
+
+    @contextmanager
+    def sync_lock(self) -> Iterator[None]:
+        """Nothing to coordinate: this process holds the slot alone."""
+        yield
+
+    def watermark(self) -> int:
+        return self._state.watermark
+
+    def epoch(self) -> int:
+        return self._state.epoch
+
+    def set_watermark(self, rev: int) -> None:
+        """Recorded now, written to disk at most once a second (and on close).
+
+        After a crash the state file may name an older revision than the shard
+        holds; catching up then re-applies those changes, which is harmless
+        (upserts and deletes by id). The reverse can never happen: `_persist`
+        flushes the shard before it writes the state file.
+        """
+        self._state.watermark = rev
+        if time.monotonic() - self._persisted_at >= PERSIST_SECONDS:
+            self._persist()
+
+    def _persist(self) -> None:
+        self._require_space()
+        self._shard.flush()
+        self._state.save()
+        self._persisted_at = time.monotonic()
+
+    def _require_space(self) -> None:
+        free = shutil.disk_usage(self._slot).free
+        if free < MIN_FREE_BYTES:
+            raise DiskNearlyFull(
+                f"only {free // 2**20} MB free on the index's disk; the index waits for {MIN_FREE_BYTES // 2**20} MB "
+                "before it writes again (the journal is unaffected)"
+            )
+
+    def upsert(self, docs: Sequence[Indexable]) -> None:
+        q = self._q
+        points = []
+        for doc in docs:
+            vectors: dict[str, Any] = {SPARSE: q.SparseVector(doc.sparse.indices, doc.sparse.values)}
+            if doc.vector is not None:
+                vectors[DENSE] = doc.vector
+            points.append(q.Point(doc.seq, vectors, doc.payload()))
+        if points:
+            self._require_space()
+            self._shard.update(q.UpdateOperation.upsert_points(points))
+
+    def delete(self, seqs: Sequence[int]) -> None:
+        if seqs:
+            self._require_space()
+            self._shard.update(self._q.UpdateOperation.delete_points(list(seqs)))
+
+    def _filter(self, where: Sequence[Match]) -> Any:
+        q = self._q
+        must: list[Any] = []
+        for match in where:
+            if match.is_range:
+                must.append(q.FieldCondition(match.field, range=q.RangeFloat(gte=match.at_least, lte=match.at_most)))
+            elif len(match.any_of) == 1:
+                must.append(q.FieldCondition(match.field, match=q.MatchValue(match.any_of[0])))
+            else:
+                must.append(q.FieldCondition(match.field, match=q.MatchAny(list(match.any_of))))
+        return q.Filter(must=must) if must else None
+
+    def candidates(self, dense: list[float] | None, sparse: SparseVec, where: Sequence[Match], limit: int) -> Candidates:
+        q = self._q
+        flt = self._filter(where)
+        requests = [
+            q.QueryRequest(
+                limit=limit,
+                query=q.Query.Nearest(q.SparseVector(sparse.indices, sparse.values), using=SPARSE),
+                filter=flt,
+                with_payload=False,
+            )
+        ]
+        if dense is not None:
+            requests.append(q.QueryRequest(limit=limit, query=q.Query.Nearest(dense, using=DENSE), filter=flt, with_payload=False))
+        answers = self._shard.query_batch(q.QueryBatchRequest(requests))
+        by_terms, *by_meaning = ([Hit(int(p.id), float(p.score)) for p in answer] for answer in answers)
+        return Candidates(dense=by_meaning[0] if by_meaning else [], sparse=by_terms)
+
+    def count(self) -> int:
+        return int(self._shard.count(self._q.CountRequest(exact=True)))
+
+    def reset(self, epoch: int) -> None:
+        self._create(epoch)
+
+    def compaction_target(self) -> Path:
+        return self._slot / "compacted"
+
+    def erased_through(self) -> int:
+        return self._state.forgets
+
+    def set_erased_through(self, forgets: int) -> None:
+        self._state.forgets = forgets
+        self._persist()
+
+    def has_graphs(self) -> bool:
+        """True while at most a fifth of the points arrived after the graphs were built."""
+        return self._state.optimized > 0 and self.count() <= 1.25 * self._state.optimized
+
+    def optimize(self) -> None:
+        """Build the HNSW graphs and drop deleted points' data. Holds the GIL for minutes at 100k: run it in a child process."""
+        self._shard.optimize()
+        self._shard.flush()
+        self._state.optimized = self.count()
+        self._state.save()
+
+    def replace_with(self, built: Path, drop_idle_copies: bool) -> None:
+        """Swap in an index built and optimized elsewhere (see `project_ledger.storage.compaction`); the old one is deleted.
+
+        The built folder holds a shard folder and a state file naming it. The
+        shard folder moves into this slot, then replacing the state file switches
+        over in one step: a crash before it keeps the old index, after it the new
+        one. With `drop_idle_copies`, slots no process holds are deleted too, as
+        they may still hold a forgotten memory's vectors; the next process to
+        start rebuilds its slot from the journal.
+        """
+        incoming = IndexState(built / "state.json", self._state.embedder)
+        if not incoming.load():
+            raise RuntimeError(f"{built} holds no usable index state")
+        self._shard.close()
+        self._shard = None
+        try:
+            (built / incoming.shard).rename(self._slot / incoming.shard)
+            os.replace(incoming.path, self._state.path)
+        finally:
+            self._open()  # whichever index the state file now names
+            shutil.rmtree(built, ignore_errors=True)
+        if drop_idle_copies:
+            self._drop_idle_slots()
+
+    def _drop_idle_slots(self) -> None:
+        prefix = self._slot.name.rsplit("-", 1)[0]
+        for lock_path in self._slot.parent.glob(f"{prefix}-*.lock"):
+            slot = lock_path.with_suffix("")
+            if slot == self._slot:
+                continue
+            lock = FileLock.try_acquire(lock_path)
+            if lock is not None:
+                try:
+                    shutil.rmtree(slot, ignore_errors=True)
+                finally:
+                    lock.release()
+
+    def close(self) -> None:
+        try:
+            try:
+                self._persist()
+                self._shard.close()
+            except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there
+                pass
+        finally:
+            if self._lock is not None:
+                self._lock.release()

@@ -1,0 +1,69 @@
+"""Combining the dense and BM25 candidate lists into one ranking, and an absolute relevance for each result.
+
+Fusion is done here rather than in the engine so that both backends rank identically, ties included, and
+the per-list scores stay available to callers (the recall debugger shows them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from project_ledger.search.index import Candidates, Hit
+from project_ledger.search.sparse import SparseVec
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """How dense and BM25 candidates are combined (weighted reciprocal-rank fusion).
+
+    Memories use the setting tuned by `benchmarks/retrieval.py` (see
+    `RankingParams`). These defaults serve code search, whose ranking has no
+    benchmark of its own yet: a small `k` lets the top few of each list
+    dominate, and a heavier dense list helps descriptive queries.
+    """
+
+    k: int = 2
+    dense_weight: float = 1.5
+    sparse_weight: float = 1.0
+    candidates: int = 20
+
+
+def _ordered(hits: list[Hit]) -> list[Hit]:
+    """Equal scores in seq order: engines break ties differently, and fusion must not depend on it."""
+    return sorted(hits, key=lambda hit: (-hit.score, hit.seq))
+
+
+def positions(hits: list[Hit]) -> dict[int, int]:
+    """Each point's rank in one candidate list, counted from 0, as `fuse` counts it."""
+    return {hit.seq: rank for rank, hit in enumerate(_ordered(hits))}
+
+
+def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
+    """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0.
+
+    Done here rather than in the engine so that both backends rank identically,
+    ties included, and so the per-list scores stay available to callers.
+    """
+    scores: dict[int, float] = {}
+    for hits, weight in ((candidates.dense, fusion.dense_weight), (candidates.sparse, fusion.sparse_weight)):
+        for seq, rank in positions(hits).items():
+            scores[seq] = scores.get(seq, 0.0) + weight / (fusion.k + rank)
+    return _ordered([Hit(seq, score) for seq, score in scores.items()])[:limit]
+
+
+def coverage(query: SparseVec, document: SparseVec) -> float:
+    """The share of the query's terms (stemmed, stopwords dropped) that the document contains.
+
+    Unlike a BM25 score it does not depend on the size of the corpus, so one
+    floor works for a ledger of ten memories and of a hundred thousand.
+    """
+    terms = set(query.indices)
+    return len(terms & set(document.indices)) / len(terms) if terms else 0.0
+
+
+def relevance(dense: float | None, lexical: float) -> float:
+    """An absolute 0-1 relevance: the cosine similarity or the query-term coverage, whichever is higher.
+
+    Fused ranks only order candidates; this says whether the best one is any good.
+    """
+    return max(dense or 0.0, lexical)

@@ -1,0 +1,395 @@
+"""Keeps a search index caught up with the journal, and the journal's vectors caught up with the model.
+
+Nothing here runs on a request's critical path except the catch-up before each
+search, which is one indexed read when the index is current. A worker thread
+opens the index, loads the model, embeds memories that have no vector yet,
+applies changes made by other processes (it polls the journal once a second,
+since their writes raise no event here) and starts compactions.
+
+Compaction (embedded index only) rebuilds the shard from the journal in a child
+process, builds its search graphs there and swaps it in. It runs when a large
+index has no graphs yet, and after memories were forgotten, so that their
+vectors leave the disk and not only the search results.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from project_ledger.errors import IndexUnavailable, LedgerError, StorageError
+from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
+from project_ledger.search.fusion import coverage
+from project_ledger.search.index import Candidates, Compactable, DiskNearlyFull, IndexDoc, SearchFilter, SearchIndex
+from project_ledger.search.sparse import SparseEncoder
+from project_ledger.storage.journal import Change, Journal
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 64
+POLL_SECONDS = 1.0
+CATCH_UP_BATCH = 1024
+PERSIST_EVERY = 16  # batches between watermark saves; each save flushes the index to disk
+GRAPH_MIN_POINTS = 20_000  # below this a full scan answers in a few milliseconds
+FORGET_SETTLE_SECONDS = 5.0  # compact once a burst of forgets is over
+RETRY_FAILED_COMPACTION_SECONDS = 600.0
+RETRY_OPEN_SECONDS = 30.0
+
+
+def _doc(change: Change, encoder: SparseEncoder) -> IndexDoc:
+    return IndexDoc(
+        seq=change.seq,
+        sparse=encoder.document(change.text),
+        vector=from_bytes(change.vector) if change.vector is not None else None,
+        kind=change.kind,
+        tags=change.tags,
+        session=change.session,
+        pinned=change.pinned,
+        superseded=change.superseded,
+        created=change.created,
+    )
+
+
+def apply_changes(journal: Journal, index: SearchIndex, encoder: SparseEncoder, model: str) -> None:
+    """Bring `index` up to the journal's latest revision.
+
+    An index that starts empty holds none of the memories forgotten so far, so
+    it is marked erased through the current forget count before it fills.
+    """
+    cursor = index.watermark()
+    if cursor == 0 and isinstance(index, Compactable) and (forgets := journal.forget_count()) != index.erased_through():
+        index.set_erased_through(forgets)
+    batches = 0
+    while changes := journal.changes_since(cursor, model, CATCH_UP_BATCH):
+        index.delete([c.seq for c in changes if not c.live])
+        index.upsert([_doc(c, encoder) for c in changes if c.live])
+        cursor = changes[-1].rev
+        batches += 1
+        if batches % PERSIST_EVERY == 0:  # a long rebuild keeps its progress across a crash
+            index.set_watermark(cursor)
+    if cursor != index.watermark():
+        index.set_watermark(cursor)
+
+
+@dataclass
+class _Compaction:
+    process: subprocess.Popen[bytes]
+    erasing: bool  # started because memories were forgotten
+    started: float
+    log: Path
+
+
+class IndexSync:
+    def __init__(self, journal: Journal, open_index: Callable[[], SearchIndex], embedder: Embedder) -> None:
+        self._journal = journal
+        self._open_index = open_index
+        self.embedder = embedder
+        self._encoder: SparseEncoder | None = None
+        self._index: SearchIndex | None = None
+        self._open_error: str | None = None
+        self._opened = threading.Event()
+        self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._model_settled = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._compaction: _Compaction | None = None
+        self._compaction_failed_at: float | None = None
+        self._forgets_seen = -1
+        self._forgets_changed_at = 0.0
+        self.events: list[str] = []
+        self._paused = False  # background writes are waiting for the disk
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the index and start the worker in the background; returns at once."""
+        self._thread = threading.Thread(target=self._run, name="ledger-index", daemon=True)
+        self._thread.start()
+
+    def open_now(self) -> None:
+        """Open and catch up in the calling thread (the CLI's way)."""
+        self._open()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._lock:
+            if self._compaction is not None:
+                self._compaction.process.kill()
+                self._compaction.process.wait()
+                self._compaction = None
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+
+    def wait_for_model(self, timeout: float) -> None:
+        """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
+        self._model_settled.wait(timeout)
+
+    def kick(self) -> None:
+        """Something was written: embed and index it soon."""
+        self._wake.set()
+
+    def _open(self) -> None:
+        try:
+            with self._lock:
+                self._encoder = SparseEncoder()
+                self._index = self._open_index()
+                self._open_error = None
+                self.events.extend(self._index.events)
+                self._verify(self._index)
+        except Exception as exc:
+            self._open_error = f"{type(exc).__name__}: {exc}"
+            log.error("search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._open_error)
+            if self._index is not None:  # opened but not usable: give its slot back before the retry
+                self._index.close()
+                self._index = None
+        finally:
+            self._opened.set()
+
+    def _run(self) -> None:
+        self._open()
+        self.embedder.load()
+        self._model_settled.set()
+        last_open_attempt = time.monotonic()
+        while not self._stop.is_set():
+            if self._index is None:
+                if time.monotonic() - last_open_attempt >= RETRY_OPEN_SECONDS:
+                    last_open_attempt = time.monotonic()
+                    self._open()
+            else:
+                waiting: str | None = None
+                for step in (self._embed_backlog, self.catch_up, self._tend_compaction, self._journal.purge_wal):
+                    try:
+                        step()
+                    except (DiskNearlyFull, StorageError) as exc:  # a full or read-only disk: wait, quietly
+                        waiting = str(exc)
+                    except Exception:  # one failing step must not starve the others
+                        log.exception("background step %s failed; retrying", getattr(step, "__name__", step))
+                self._pause(waiting)
+            self._wake.wait(POLL_SECONDS)
+            self._wake.clear()
+
+    def _pause(self, reason: str | None) -> None:
+        """Record when background writes start waiting for the disk (`reason`), and when a whole round succeeds again."""
+        if (reason is not None) == self._paused:
+            return
+        self._paused = reason is not None
+        self.events.append(f"background writes paused: {reason}" if reason is not None else "background writes resumed")
+        log.warning(self.events[-1])
+
+    def _embed_backlog(self) -> None:
+        while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):
+            self.catch_up()
+
+    # -- searching and catching up -----------------------------------------------
+
+    def index(self, timeout: float = 60.0) -> SearchIndex:
+        """The open index, waiting for the start-up open if it is still running."""
+        if not self._opened.wait(timeout):
+            raise IndexUnavailable("the search index is still opening; retry in a few seconds")
+        if self._index is None:
+            raise IndexUnavailable(
+                f"the search index could not be opened ({self._open_error}); the journal is intact and the server "
+                f"retries every {RETRY_OPEN_SECONDS:.0f}s. `project-ledger status` shows the cause."
+            )
+        return self._index
+
+    def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
+        """Catch up with the journal, then search; no catch-up, here or in another process, interleaves.
+
+        Any failure of the backend (a Qdrant server that stopped answering, a shard on a full disk) is
+        `IndexUnavailable`: searches say so, and a write's near-duplicate check is skipped rather than failing it.
+        """
+        index = self.index()
+        try:
+            with self._lock, index.sync_lock():
+                self._apply(index)
+                assert self._encoder is not None
+                return index.candidates(dense, self._encoder.query(query), where.conditions(), limit)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            raise IndexUnavailable(
+                f"the search index failed ({type(exc).__name__}: {exc}); the journal is intact, and the index catches up "
+                "when it answers again"
+            ) from exc
+
+    def coverage(self, query: str, texts: dict[int, str]) -> dict[int, float]:
+        """How much of the query's terms each text contains (see `fusion.coverage`)."""
+        self.index()
+        assert self._encoder is not None
+        terms = self._encoder.query(query)
+        return {seq: coverage(terms, self._encoder.document(text)) for seq, text in texts.items()}
+
+    def catch_up(self) -> None:
+        index = self.index()
+        with self._lock, index.sync_lock():
+            self._apply(index)
+
+    def _apply(self, index: SearchIndex) -> None:
+        """Catch up. The caller holds `self._lock` and `index.sync_lock()`."""
+        assert self._encoder is not None
+        epoch = self._journal.reindex_epoch()
+        if index.epoch() != epoch:
+            index.reset(epoch)
+            self.events.append("index rebuilt on request (project-ledger reindex)")
+        apply_changes(self._journal, index, self._encoder, self.embedder.identity)
+
+    def _verify(self, index: SearchIndex) -> None:
+        """A shard can load yet have lost points (truncated files): compare with the journal, rebuild if off.
+
+        The comparison needs the index to reflect exactly the journal state that
+        is counted, so it is made against one snapshot, after catching up to it;
+        if writes keep arriving it is left for the next start.
+        """
+        with index.sync_lock():
+            for _ in range(3):
+                self._apply(index)
+                rev, expected = self._journal.rev_and_indexable_count()
+                if rev == index.watermark():
+                    break
+            else:
+                return
+            actual = index.count()
+            if actual != expected:
+                self.events.append(f"index held {actual} points but the journal has {expected} memories: rebuilt")
+                log.warning(self.events[-1])
+                index.reset(self._journal.reindex_epoch())
+                self._apply(index)
+
+    def rebuild(self) -> int:
+        """Drop this process's index and rebuild it from the journal; ask every other process to do the same."""
+        self._journal.request_reindex()
+        index = self.index()
+        with self._lock, index.sync_lock():
+            self._apply(index)
+            return index.count()
+
+    def figures(self, timeout: float) -> tuple[int, int] | None:
+        """(watermark, points), read under the lock a rebuild holds; None if it holds it longer than `timeout`."""
+        if not self._lock.acquire(timeout=timeout):
+            return None
+        try:
+            index = self._index
+            return (index.watermark(), index.count()) if index is not None else (0, 0)
+        finally:
+            self._lock.release()
+
+    # -- vectors -------------------------------------------------------------------
+
+    def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every memory that has no vector for the current model, now, in this thread (the CLI's way; a
+        server does it in the background). `progress(done, total)` follows each batch. Returns how many."""
+        total, done = self._journal.count_missing_embeddings(self.embedder.identity), 0
+        while batch := self.embed_missing(EMBED_BATCH):
+            done += batch
+            if progress is not None:
+                progress(done, total)
+        return done
+
+    def embed_missing(self, limit: int) -> int:
+        """Embed up to `limit` memories that have no vector for the current model. Returns how many."""
+        if self.embedder.state != "ready":
+            return 0
+        pending = self._journal.missing_embeddings(self.embedder.identity, limit)
+        if not pending:
+            return 0
+        started = time.perf_counter()
+        vectors = self.embedder.embed_documents([text for _, text in pending])
+        self._journal.store_embeddings(
+            self.embedder.identity, [(seq, to_bytes(vector)) for (seq, _), vector in zip(pending, vectors, strict=True)]
+        )
+        log.debug("embedded %d memories in %.2fs", len(pending), time.perf_counter() - started)
+        return len(pending)
+
+    # -- compaction ------------------------------------------------------------------
+
+    def _tend_compaction(self) -> None:
+        """Start a compaction when one is due; swap in its result when it is done."""
+        with self._lock:  # a search may be rebuilding the index (reindex request) right now
+            self._tend_compaction_locked()
+
+    def _tend_compaction_locked(self) -> None:
+        index = self._index
+        if not isinstance(index, Compactable):
+            return
+        if self._compaction is not None:
+            if self._compaction.process.poll() is not None:
+                self._finish_compaction(index, self._compaction)
+            return
+        now = time.monotonic()
+        if self._compaction_failed_at is not None and now - self._compaction_failed_at < RETRY_FAILED_COMPACTION_SECONDS:
+            return
+        forgets = self._journal.forget_count()
+        if forgets != self._forgets_seen:
+            self._forgets_seen, self._forgets_changed_at = forgets, now
+        erasing = forgets > index.erased_through() and now - self._forgets_changed_at >= FORGET_SETTLE_SECONDS
+        if erasing or (index.count() >= GRAPH_MIN_POINTS and not index.has_graphs()):
+            self._start_compaction(index, erasing)
+
+    def _start_compaction(self, index: Compactable, erasing: bool) -> None:
+        target = index.compaction_target()
+        shutil.rmtree(target, ignore_errors=True)
+        command = [
+            sys.executable,
+            "-m",
+            "project_ledger.storage.compaction",
+            str(self._journal.path),
+            str(target),
+            self.embedder.identity,
+            str(self.embedder.dim),
+        ]
+        log_path = target.with_name("compaction.log")
+        with log_path.open("wb") as log_file:  # the child keeps its own descriptor
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
+        self._compaction = _Compaction(process, erasing, time.monotonic(), log_path)
+        log.info("compaction started (%s)", "erasing forgotten memories" if erasing else "building search graphs")
+
+    def _finish_compaction(self, index: Compactable, compaction: _Compaction) -> None:
+        self._compaction = None
+        elapsed = time.monotonic() - compaction.started
+        if compaction.process.returncode != 0:
+            self._compaction_failed_at = time.monotonic()
+            lines = compaction.log.read_text(errors="replace").strip().splitlines() if compaction.log.exists() else []
+            self.events.append(
+                f"compaction failed after {elapsed:.0f}s ({lines[-1] if lines else 'no output'}; see {compaction.log}); "
+                "retrying in 10 minutes"
+            )
+            log.error(self.events[-1])
+            return
+        # the caller, _tend_compaction, holds self._lock
+        index.replace_with(index.compaction_target(), drop_idle_copies=compaction.erasing)
+        self.catch_up()
+        what = "forgotten memories erased from disk" if compaction.erasing else "search graphs built"
+        self.events.append(f"index compacted in {elapsed:.0f}s: {what}")
+        log.info(self.events[-1])
+
+    # -- status ----------------------------------------------------------------------
+
+    def state(self) -> Literal["opening", "ready", "failed"]:
+        if not self._opened.is_set():
+            return "opening"
+        return "ready" if self._index is not None else "failed"
+
+    def compaction_state(self) -> str | None:
+        compaction = self._compaction
+        if compaction is None:
+            return None
+        why = "erasing forgotten memories" if compaction.erasing else "building search graphs"
+        return f"running for {time.monotonic() - compaction.started:.0f}s ({why})"
+
+    @property
+    def open_error(self) -> str | None:
+        return self._open_error

@@ -1,0 +1,50 @@
+"""Cheap lexical facts about a text that embeddings blur: its numbers, identifiers and negations, and its words.
+
+Two sentences can share nearly every word, and be 0.99 cosine-similar, yet
+state different facts ("back off from 250 ms" / "from 500 ms": 0.995 with the
+default model; "ROUND_HALF_UP" / "ROUND_HALF_EVEN": 0.984). Near-duplicate and
+restatement checks therefore also require the specifics to agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_IDENTIFIER_CANDIDATES = 40
+_BACKTICKED = re.compile(r"`([^`\s]{2,200})`")
+_IDENTIFIER = re.compile(r"(?<![\w$])[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?")
+_CAMEL = re.compile(r"[a-z0-9][A-Z]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:\s*(?:%|[A-Za-z]+))?")  # with its unit: 60 seconds is not 60 minutes
+_WORD = re.compile(r"[a-z0-9]+")
+_NEGATIONS = frozenset({"not", "no", "never", "don", "dont", "doesn", "isn", "won", "without", "stop", "instead", "avoid"})
+_STOPWORDS = frozenset(
+    "the a an and or of to in on for with at by from is are was were be been it its this that these those we our us you "
+    "your they their as into than then so but if when which what who will would should can could do does did has have had".split()
+)
+
+
+def specifics(text: str) -> frozenset[str]:
+    """Numbers, identifiers and negation words: what must agree for two texts to say the same thing."""
+    lowered = text.lower()
+    negations = {word for word in _WORD.findall(lowered) if word in _NEGATIONS}
+    numbers = {number.lower() for number in _NUMBER.findall(text)}
+    return frozenset({*numbers, *identifier_candidates(text), *negations})
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(word for word in _WORD.findall(text.lower()) if len(word) > 2 and word not in _STOPWORDS)
+
+
+def identifier_candidates(text: str) -> list[str]:
+    """Words of `text` that look like code identifiers, in order of appearance, without repeats."""
+    found: list[str] = []
+    for word in [*_BACKTICKED.findall(text), *(m.group(0) for m in _IDENTIFIER.finditer(text))]:
+        core = word.removesuffix("()")
+        backticked = f"`{word}`" in text
+        if backticked or word.endswith("()") or "_" in core.strip("_") or _CAMEL.search(core) or "::" in core or "#" in core:
+            if core not in found:
+                found.append(core)
+        elif "." in core and all(part for part in core.split(".")):  # Type.method, module.func
+            if core not in found:
+                found.append(core)
+    return found[:MAX_IDENTIFIER_CANDIDATES]
