@@ -4,7 +4,7 @@
     python benchmarks/layered_memory.py --write    # also updates the README, results/layered_memory.json and its figure
     python benchmarks/layered_memory.py --plot-only  # redraws docs/bench/gist-compression.png from results/layered_memory.json
 
-1. Capture: the model-free extractors (`server/capture.py`) against hand labels
+1. Capture: the model-free extractors (`memory/capture.py`) against hand labels
    (`data/capture_labels.json`: every one of the 664 turns labelled by a helper
    session that never saw the extractor code). The cues were tuned while looking
    at sessions s01-s06 only; s07-s13 are held out. A proposal counts as right

@@ -1,4 +1,4 @@
-"""Secret redaction (`server/redaction.py`): fake secrets caught, false positives on real code and prose, and speed.
+"""Secret redaction (`src/project_ledger/text/redaction.py`): fake secrets caught, false positives on real code and prose, and speed.
 
     python benchmarks/redaction.py            # prints the table, then every corpus hit
     python benchmarks/redaction.py --write    # also updates the README
@@ -11,7 +11,7 @@
 2. False positives on a real corpus: every UTF-8 text file in the dev venv's
    site-packages (mcp, pydantic, qdrant_client, numpy, cryptography, PyJWT,
    huggingface_hub, rich, click, hypothesis, ... everything installed), plus this
-   repo's `server/`, `indexers/` and README, and the turn texts of
+   repo's `src/` and README, and the turn texts of
    `benchmarks/data/project_conversation.json`. None of it should hold a secret,
    so every redaction is a false positive unless the text deliberately shows a
    fake one; every hit is printed after the table, with its file and line, for a
@@ -82,9 +82,8 @@ def library_documents() -> Iterator[Document]:
 
 
 def repo_documents() -> Iterator[Document]:
-    for folder in ("server", "indexers"):
-        for path in sorted((REPO / folder).rglob("*.py")):
-            yield Document("this repo's code", path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8"))
+    for path in sorted((REPO / "src").rglob("*.py")):
+        yield Document("this repo's code", path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8"))
     yield Document("prose", "README.md", (REPO / "README.md").read_text(encoding="utf-8"))
     for session in json.loads(CONVERSATION.read_text())["sessions"]:
         for turn in session["turns"]:
