@@ -12,9 +12,12 @@ from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeStore
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
+from project_ledger.maintenance.migration import Openers
+from project_ledger.maintenance.service import MaintenanceService, Services
 from project_ledger.memory.ranking import RankingParams
-from project_ledger.memory.service import LedgerService, Limits, Quality
+from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
+from project_ledger.memory.validation import Limits
 from project_ledger.search.embedding import Embedder, create_embedder
 from project_ledger.search.file_lock import FileLock
 from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex
@@ -41,49 +44,80 @@ def prepare_data_dir(paths: ProjectPaths) -> None:
 
 
 def open_ledger(settings: Settings, cwd: Path, *, embedder: Embedder | None = None) -> LedgerService:
-    """Open the journal now (fast); the index and the model open later, in `ledger.sync`.
+    """Open the journal now (fast); the index and the model open later, in the background (`LedgerService.start`).
 
     An `embedder` made earlier can be shared between ledgers of one process (the tests load the model once).
     """
-    return open_ledger_with_indexes(settings, cwd, embedder=embedder)[0]
+    return open_services(settings, cwd, embedder=embedder).ledger
 
 
-def open_ledger_with_indexes(
-    settings: Settings, cwd: Path, *, rebuild: bool = False, embedder: Embedder | None = None
-) -> tuple[LedgerService, SearchIndexes]:
-    """The ledger and what opens its search indexes, for callers that look at the indexes themselves (`migration`)."""
+def open_services(settings: Settings, cwd: Path, *, rebuild: bool = False, embedder: Embedder | None = None) -> Services:
+    """The ledger and its maintenance over one project's journal, index and code index.
+
+    With `rebuild`, each search index is emptied as it opens, so that catching up fills it from the journal
+    (a migration).
+    """
     paths = resolve_paths(settings, cwd)
     prepare_data_dir(paths)
     journal = Journal(paths.journal, settings.journal_wait_seconds)
     if embedder is None:
-        embedder = create_embedder(settings.embed_model, settings.embed_model_path, paths.model_dir, settings.embed_threads)
-    indexes = SearchIndexes(settings, paths, journal, embedder, rebuild)
+        embedder = create_embedder(
+            model=settings.embed_model,
+            model_path=settings.embed_model_path,
+            cache_dir=paths.model_dir,
+            threads=settings.embed_threads,
+        )
+    indexes = SearchIndexes(settings=settings, paths=paths, journal=journal, embedder=embedder, rebuild=rebuild)
     sync = IndexSync(journal, lambda: indexes.open("memories"), embedder)
     tokens = TokenCounter()
-    ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
-    quality = Quality(
-        settings.near_duplicate_overlap,
-        settings.restated_context_overlap,
-        settings.reject_restated_context,
-        settings.capture,
-        settings.redact_secrets,
+    gists = SessionGists(journal=journal, tokens=tokens, params=gist_params(settings), changed=sync.kick)
+    code = (
+        open_code_service(settings=settings, paths=paths, journal=journal, embedder=embedder, tokens=tokens, indexes=indexes)
+        if settings.code_index
+        else None
     )
-    gists = SessionGists(
-        journal,
-        tokens,
-        GistParams(settings.sampling_chunk_tokens, settings.sampling_max_requests, settings.compact_session_turns),
-        sync.kick,
+    ledger = LedgerService(
+        paths=paths,
+        journal=journal,
+        sync=sync,
+        limits=limits(settings),
+        tokens=tokens,
+        code=code,
+        ranking=RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance),
+        quality=quality(settings),
+        gists=gists,
     )
-    code = open_code_service(settings, paths, journal, embedder, tokens, indexes) if settings.code_index else None
-    limits = Limits(
-        settings.max_text_bytes,
-        settings.instructions_tokens,
-        settings.max_k,
-        settings.max_tags,
-        settings.max_label_chars,
-        settings.max_result_tokens,
+    maintenance = MaintenanceService(paths=paths, journal=journal, sync=sync, embedder=embedder, code=code, indexes=indexes)
+    return Services(ledger=ledger, maintenance=maintenance)
+
+
+def limits(settings: Settings) -> Limits:
+    return Limits(
+        max_text_bytes=settings.max_text_bytes,
+        instructions_tokens=settings.instructions_tokens,
+        max_k=settings.max_k,
+        max_tags=settings.max_tags,
+        max_label_chars=settings.max_label_chars,
+        max_result_tokens=settings.max_result_tokens,
     )
-    return LedgerService(paths, journal, sync, limits, tokens, code, ranking, quality, gists), indexes
+
+
+def quality(settings: Settings) -> Quality:
+    return Quality(
+        near_duplicate=settings.near_duplicate_overlap,
+        restated_context=settings.restated_context_overlap,
+        reject_restated=settings.reject_restated_context,
+        capture=settings.capture,
+        redact=settings.redact_secrets,
+    )
+
+
+def gist_params(settings: Settings) -> GistParams:
+    return GistParams(
+        chunk_tokens=settings.sampling_chunk_tokens,
+        max_requests=settings.sampling_max_requests,
+        compact_turns=settings.compact_session_turns,
+    )
 
 
 class SearchIndexes:
@@ -95,7 +129,9 @@ class SearchIndexes:
     each index is emptied as it opens, so that catching up fills it from the journal (a migration).
     """
 
-    def __init__(self, settings: Settings, paths: ProjectPaths, journal: Journal, embedder: Embedder, rebuild: bool = False) -> None:
+    def __init__(
+        self, *, settings: Settings, paths: ProjectPaths, journal: Journal, embedder: Embedder, rebuild: bool = False
+    ) -> None:
         self._settings = settings
         self._paths = paths
         self._journal = journal
@@ -116,7 +152,13 @@ class SearchIndexes:
     def _open_embedded(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.search.edge_index import EdgeIndex
 
-        return EdgeIndex.open_slot(self._paths.index_dir, self._embedder.dim, self._embedder.identity, PAYLOADS[kind], SLOT_PREFIXES[kind])
+        return EdgeIndex.open_slot(
+            index_dir=self._paths.index_dir,
+            dim=self._embedder.dim,
+            embedder_identity=self._embedder.identity,
+            payload=PAYLOADS[kind],
+            prefix=SLOT_PREFIXES[kind],
+        )
 
     def _open_server(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.search.qdrant_index import QdrantIndex
@@ -192,6 +234,7 @@ def collection_options(settings: Settings) -> dict[str, int]:
 
 
 def open_code_service(
+    *,
     settings: Settings,
     paths: ProjectPaths,
     journal: Journal,
@@ -201,6 +244,39 @@ def open_code_service(
 ) -> CodeService:
     """The code index over the journal's database; its search points go to their own shard or collection."""
     store = CodeStore(journal.path)
-    indexer = CodeIndexer(paths.root, store, settings.code_max_file_bytes, settings.code_parse_workers, settings.redact_secrets)
+    indexer = CodeIndexer(
+        root=paths.root,
+        store=store,
+        max_file_bytes=settings.code_max_file_bytes,
+        workers=settings.code_parse_workers,
+        redact=settings.redact_secrets,
+    )
     search = CodeSearch(store, lambda: indexes.open("code"), embedder)
-    return CodeService(paths.root, store, indexer, search, tokens, settings.watch)
+    return CodeService(root=paths.root, store=store, indexer=indexer, search=search, tokens=tokens, watch=settings.watch)
+
+
+def drop_server_collections(settings: Settings, cwd: Path) -> dict[str, bool]:
+    """Delete the ledger's collections on its Qdrant server: collection -> whether it existed (and is now gone)."""
+    from project_ledger.search.qdrant_index import QdrantIndex
+
+    paths = resolve_paths(settings, cwd)
+    journal = Journal(paths.journal, settings.journal_wait_seconds)
+    try:
+        journal_id = journal.journal_id()
+    finally:
+        journal.close()
+    client, _ = qdrant_client(settings)
+    try:
+        names = [settings.collection_name(paths, journal_id, kind) for kind in ("memories", "code")]
+        return {name: QdrantIndex.drop(client, name, paths.index_dir) for name in names}
+    finally:
+        client.close()
+
+
+def migration_openers(cwd: Path) -> Openers:
+    """What a migration opens, wired here so that `migration` builds nothing itself."""
+    return Openers(
+        services=lambda settings: open_services(settings, cwd),
+        rebuilding=lambda settings: open_services(settings, cwd, rebuild=True),
+        drop_collections=lambda settings: drop_server_collections(settings, cwd),
+    )

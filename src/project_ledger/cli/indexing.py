@@ -5,22 +5,16 @@ from __future__ import annotations
 import json
 
 from project_ledger.cli.progress import progress_bars
-from project_ledger.code.indexer import Progress as IndexProgress
 from project_ledger.code.indexer import ScanSummary
-from project_ledger.code.service import CodeService
+from project_ledger.maintenance.service import MaintenanceService
 
 
-def index_with_progress(code: CodeService, embed: bool, as_json: bool) -> str:
+def index_with_progress(maintenance: MaintenanceService, *, embed: bool, as_json: bool) -> str:
+    """Scan the source tree (and with `embed`, compute the symbols' vectors) with progress bars; the summary."""
     with progress_bars() as report:
-
-        def scanning(state: IndexProgress) -> None:
-            report("parsing files", state.done, state.total or None)
-
-        summary = code.indexer.scan(scanning)
-        vectors = 0
-        if embed and code.search.load_model():
-            vectors = code.search.embed_all(lambda done, total: report("embedding symbols", done, total))
-    counts = code.store.counts()
+        summary = maintenance.scan_code(report)
+        vectors = maintenance.embed_symbols(report) if embed else 0
+    counts = maintenance.code_counts()
     if as_json:
         return json.dumps(
             {
@@ -37,10 +31,12 @@ def index_with_progress(code: CodeService, embed: bool, as_json: bool) -> str:
             },
             indent=2,
         )
-    return render_summary(summary, counts.symbols, counts.references, counts.languages, vectors)
+    return render_summary(
+        summary, symbols=counts.symbols, references=counts.references, languages=counts.languages, embedded=vectors
+    )
 
 
-def render_summary(summary: ScanSummary, symbols: int, references: int, languages: dict[str, int], embedded: int) -> str:
+def render_summary(summary: ScanSummary, *, symbols: int, references: int, languages: dict[str, int], embedded: int) -> str:
     rate = summary.parsed / summary.seconds if summary.seconds > 0 else 0.0
     lines = [
         f"indexed {summary.files} files in {summary.seconds:.1f}s: {summary.parsed} parsed ({rate:,.0f}/s), "

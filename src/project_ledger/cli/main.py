@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import time
+import functools
 from pathlib import Path
 
 import click
@@ -22,9 +23,9 @@ from project_ledger.cli.memories import forget, history, pin, unpin
 from project_ledger.cli.migrate import migrate
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
 from project_ledger.cli.setup import config_command, init
-from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, project_options
+from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options
 from project_ledger.config import Settings, comma_list
-from project_ledger.memory.service import render_results
+from project_ledger.memory.recall import render_results
 
 EXAMPLES = """
 \b
@@ -90,7 +91,7 @@ def serve(settings: Settings, transport: str, host: str, port: int) -> None:
     app = create_server(settings, Path.cwd(), follow_roots=False)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
     hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
-    anyio.run(serve_http, app, host, port, token, hosts, origins)
+    anyio.run(functools.partial(serve_http, app, host=host, port=port, token=token, extra_hosts=hosts, extra_origins=origins))
 
 
 @main.command()
@@ -180,7 +181,9 @@ def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) 
       project-ledger summarize 2026-11-30-billing --max-tokens 800
     """
     with opened(settings) as ledger:  # the journal is enough: servers index the gist at their next catch-up
-        result = ledger.summarize_session(session, max_tokens, why_not="the command line has no client model to sample")
+        result = ledger.summarize_session(
+            session, max_tokens=max_tokens, why_not="the command line has no client model to sample"
+        )
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
@@ -205,7 +208,7 @@ def context(settings: Settings, query: str | None, budget: int, session: str | N
       project-ledger context --json
     """
     with opened(settings, index=query is not None, model=query is not None, code_search=query is not None) as ledger:
-        result = ledger.context(query, budget, session)
+        result = ledger.context(query, token_budget=budget, session=session)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
@@ -265,12 +268,10 @@ def reindex(settings: Settings) -> None:
       project-ledger reindex
     """
     started = time.perf_counter()
-    with opened(settings, index=True) as ledger, progress_bars() as report:
-        embedder = ledger.sync.embedder
-        if ledger.journal.count_missing_embeddings(embedder.identity) and embedder.load():  # the model only when needed
-            ledger.sync.embed_all(lambda done, total: report("embedding memories", done, total))
+    with opened_services(settings, index=True) as services, progress_bars() as report:
+        services.maintenance.embed_memories(report)  # loads the model only when a memory has no vector
         report("rebuilding the index", 0, None)
-        points = ledger.reindex()
+        points = services.maintenance.rebuild_index()
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
 
 
@@ -294,8 +295,8 @@ def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
     """
     from project_ledger.maintenance.doctor import examine
 
-    with opened(settings) as ledger:
-        findings = examine(ledger, fix)
+    with opened_services(settings) as services:
+        findings = examine(services.maintenance, fix)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(finding) for finding in findings], indent=2))
     else:
@@ -320,16 +321,16 @@ def export_command(settings: Settings, destination: Path) -> None:
       project-ledger export ledger-backup.jsonl
       project-ledger export | gzip > ledger-backup.jsonl.gz
     """
-    with opened(settings) as ledger, progress_bars() as report:
-        counts = ledger.journal.counts()
+    with opened_services(settings) as services, progress_bars() as report:
+        ledger, counts = services.ledger, services.maintenance.counts()
         lines = 1 + sum(counts.by_kind.values()) + counts.superseded + counts.forgotten  # the header, then every memory
         if str(destination) == "-":
-            header = ledger.export(CountingWriter(sys.stdout, "exporting memories", lines, report))
+            header = ledger.export(CountingWriter(sys.stdout, step="exporting memories", total=lines, report=report))
         else:
             partial = destination.with_name(destination.name + ".partial")
             try:
                 with partial.open("w", encoding="utf-8") as out:
-                    header = ledger.export(CountingWriter(out, "exporting memories", lines, report))
+                    header = ledger.export(CountingWriter(out, step="exporting memories", total=lines, report=report))
                     out.flush()
                     os.fsync(out.fileno())
                 partial.replace(destination)
@@ -361,7 +362,7 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
     try:
         size = None if str(source) == "-" else source.stat().st_size
         with click.open_file(str(source), encoding="utf-8") as lines, opened(settings) as ledger, progress_bars() as report:
-            restored = ledger.import_export(counted_lines(lines, "reading the export", size, report))
+            restored = ledger.import_export(counted_lines(lines, step="reading the export", total_bytes=size, report=report))
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"could not read {source}: {getattr(exc, 'strerror', None) or exc}") from None
     if as_json:
@@ -394,12 +395,10 @@ def index(settings: Settings, path: Path | None, watch: bool, embed: bool, as_js
 
     if path is not None:
         settings = settings.model_copy(update={"root": path})
-    with opened(settings) as ledger:
-        code = ledger.require_code()
-        summary = index_with_progress(code, embed=embed, as_json=as_json)
-        click.echo(summary)
+    with opened_services(settings) as services:
+        click.echo(index_with_progress(services.maintenance, embed=embed, as_json=as_json))
         if watch:
-            code.watch_until_interrupted(lambda line: click.echo(line, err=True))
+            services.ledger.require_code().watch_until_interrupted(lambda line: click.echo(line, err=True))
 
 
 @main.command()
@@ -422,10 +421,10 @@ def symbols(settings: Settings, name: str, kind: str | None, language: str | Non
     """
     from project_ledger.code.service import render_symbol
 
-    with opened(settings) as ledger:
-        code = ledger.require_code()
-        code.indexer.scan()
-        result = code.find_symbol(name, kind, language, under, limit)
+    with opened_services(settings) as services:
+        code = services.ledger.require_code()
+        services.maintenance.scan_code()
+        result = code.find_symbol(name, kind=kind, language=language, path=under, limit=limit)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return

@@ -52,13 +52,20 @@ def migrate(settings: Settings, to_server: bool, to_embedded: bool, into: Path |
     """
     if to_server == to_embedded:
         raise click.ClickException("choose one direction: --to-server or --to-embedded (see `project-ledger migrate --help`)")
-    from project_ledger.maintenance.migration import (
-        migrate as run_migration,  # with the factory and the indexes: not on every command's path
-    )
+    from project_ledger.factory import migration_openers  # the factory and the indexes: not on every command's path
+    from project_ledger.maintenance.migration import migrate as run_migration
 
     target: Target = "server" if to_server else "embedded"
     with progress_bars() as report:
-        result = run_migration(settings, Path.cwd(), target, into, drop_server_collections, report)
+        result = run_migration(
+            settings,
+            Path.cwd(),
+            target=target,
+            openers=migration_openers(Path.cwd()),
+            into=into,
+            drop_server_collections=drop_server_collections,
+            report=report,
+        )
     env = next_environment(settings, result, into)
     if as_json:
         data = dataclasses.asdict(result)

@@ -10,7 +10,7 @@ import click
 from project_ledger.cli.client_config import CLIENTS, ConfigFileError, merge, server_command, server_entry, snippet
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
-from project_ledger.cli.support import ledger_errors, opened, project_options
+from project_ledger.cli.support import ledger_errors, opened_services, project_options
 from project_ledger.config import Settings, find_project_root
 from project_ledger.project_root import unsuitable
 
@@ -41,14 +41,15 @@ def init(settings: Settings, no_index: bool) -> None:
       project-ledger init --root ~/src/app --no-index
     """
     settings = settings.model_copy(update={"root": project_root(settings)})
-    with opened(settings) as ledger:
-        click.echo(f"data directory: {ledger.paths.data_dir}")
+    with opened_services(settings) as services:
+        maintenance = services.maintenance
+        click.echo(f"data directory: {maintenance.paths.data_dir}")
         languages: dict[str, int] = {}
-        if ledger.code is not None:
+        if maintenance.has_code:
             if not no_index:
-                click.echo(index_with_progress(ledger.code, embed=False, as_json=False))
-            languages = ledger.code.store.counts().languages
-        root, context_file = ledger.paths.root, ledger.paths.project_context
+                click.echo(index_with_progress(maintenance, embed=False, as_json=False))
+            languages = maintenance.code_counts().languages
+        root, context_file = maintenance.paths.root, maintenance.paths.project_context
     if context_file.exists():
         click.echo(f"kept the existing {context_file}")
     else:
@@ -99,7 +100,7 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
         click.echo(f"(merge into {path}, or rerun with --write)", err=True)
         return
     try:
-        outcome = merge(path, target, name, entry)
+        outcome = merge(path, client=target, name=name, entry=entry)
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; add the entry by hand (run without --write to print it)") from None
     click.echo(f"{outcome} server {name!r} in {path}")

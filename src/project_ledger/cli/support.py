@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
+from project_ledger.maintenance.service import Services
 from project_ledger.memory.service import LedgerService
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -69,25 +70,34 @@ def ledger_errors(fn: F) -> F:
 
 
 @contextmanager
-def opened(settings: Settings, index: bool = False, model: bool = False, code_search: bool = False) -> Iterator[LedgerService]:
-    """The service over this project's data.
+def opened_services(
+    settings: Settings, *, index: bool = False, model: bool = False, code_search: bool = False
+) -> Iterator[Services]:
+    """The ledger and its maintenance over this project's data, as the factory builds them.
 
     With `index`, this process's index slot is opened and caught up. With
     `model`, the model is loaded and memories without a vector are embedded
     first, as a server would have done, so that a CLI recall is hybrid. With
     `code_search`, the symbol search index is opened too.
     """
-    from project_ledger.factory import open_ledger
+    from project_ledger.factory import open_services
 
-    ledger = open_ledger(settings, Path.cwd())
+    services = open_services(settings, Path.cwd())
     try:
+        maintenance = services.maintenance
         if index:
-            ledger.sync.open_now()
-            ledger.sync.index()  # raises, with the reason, if it could not open
-        if model and ledger.sync.embedder.load():
-            ledger.sync.embed_all()
-        if code_search and ledger.code is not None:
-            ledger.code.search.open_now()
-        yield ledger
+            maintenance.open_index()  # raises, with the reason, if it could not open
+        if model and maintenance.load_model():
+            maintenance.embed_memories()
+        if code_search:
+            maintenance.open_code_search()
+        yield services
     finally:
-        ledger.close()
+        services.close()
+
+
+@contextmanager
+def opened(settings: Settings, *, index: bool = False, model: bool = False, code_search: bool = False) -> Iterator[LedgerService]:
+    """The ledger service alone, for the commands that only use it (see `opened_services`)."""
+    with opened_services(settings, index=index, model=model, code_search=code_search) as services:
+        yield services.ledger

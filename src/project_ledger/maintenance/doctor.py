@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 from project_ledger.code.source_files import SKIPPED_DIRS
-from project_ledger.code.watcher import CodeWatcher
 from project_ledger.errors import LedgerError
-from project_ledger.memory.service import LedgerService
+from project_ledger.maintenance.service import MaintenanceService
 from project_ledger.search.edge_index import MIN_FREE_BYTES
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
@@ -32,21 +31,21 @@ class Finding:
     detail: str
 
 
-def examine(ledger: LedgerService, fix: bool) -> list[Finding]:
+def examine(maintenance: MaintenanceService, fix: bool) -> list[Finding]:
     """Every check, in the order a repair depends on: storage first, then what is derived from it."""
-    journal = _journal(ledger)
-    findings = [_permissions(ledger, fix), _disk(ledger), journal, _model(ledger)]
+    journal = _journal(maintenance)
+    findings = [_permissions(maintenance, fix), _disk(maintenance), journal, _model(maintenance)]
     if journal.state == "problem":
         findings += [Finding(check, "skipped", "derived from the journal, which must be sound first") for check in ("index", "vectors")]
     else:
-        findings += [_index(ledger, fix), _vectors(ledger, fix)]
-    if ledger.code is not None:
-        findings += [_code_index(ledger, fix), _watcher(ledger)]
+        findings += [_index(maintenance, fix), _vectors(maintenance, fix)]
+    if maintenance.has_code:
+        findings += [_code_index(maintenance, fix), _watcher(maintenance)]
     return findings
 
 
-def _permissions(ledger: LedgerService, fix: bool) -> Finding:
-    data_dir = ledger.paths.data_dir
+def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:
+    data_dir = maintenance.paths.data_dir
     probe = data_dir / f".doctor-{os.getpid()}"
     try:
         os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
@@ -63,8 +62,8 @@ def _permissions(ledger: LedgerService, fix: bool) -> Finding:
     return Finding("permissions", "fixed", detail + "; made it 700")
 
 
-def _disk(ledger: LedgerService) -> Finding:
-    free = shutil.disk_usage(ledger.paths.data_dir).free
+def _disk(maintenance: MaintenanceService) -> Finding:
+    free = shutil.disk_usage(maintenance.paths.data_dir).free
     detail = f"{free / 2**20:,.0f} MB free where the data directory is"
     if free < MIN_FREE_BYTES:
         return Finding(
@@ -74,10 +73,10 @@ def _disk(ledger: LedgerService) -> Finding:
     return Finding("disk", "ok", detail)
 
 
-def _journal(ledger: LedgerService) -> Finding:
+def _journal(maintenance: MaintenanceService) -> Finding:
     try:
-        problems = ledger.journal.integrity()
-        counts = ledger.journal.counts()
+        problems = maintenance.journal_problems()
+        counts = maintenance.counts()
     except LedgerError as exc:
         problems = [str(exc)]
     if problems:
@@ -85,84 +84,77 @@ def _journal(ledger: LedgerService) -> Finding:
         return Finding(
             "journal",
             "problem",
-            f"{shown}. Copy {ledger.journal.path} somewhere safe, `project-ledger export` what can still be read, "
+            f"{shown}. Copy {maintenance.paths.journal} somewhere safe, `project-ledger export` what can still be read, "
             "then import that export into a fresh data directory",
         )
     live = sum(counts.by_kind.values()) + counts.superseded
     return Finding("journal", "ok", f"integrity check passed; {live} memories, {counts.forgotten} tombstones")
 
 
-def _model(ledger: LedgerService) -> Finding:
-    embedder = ledger.sync.embedder
-    if embedder.load():
-        return Finding("model", "ok", f"{embedder.identity} loads")
-    return Finding("model", "problem", f"{embedder.identity}: {embedder.detail}; recall falls back to exact words (BM25) until it loads")
+def _model(maintenance: MaintenanceService) -> Finding:
+    loaded = maintenance.load_model()
+    model = maintenance.model_status()
+    if loaded:
+        return Finding("model", "ok", f"{model.model} loads")
+    return Finding("model", "problem", f"{model.model}: {model.detail}; recall falls back to exact words (BM25) until it loads")
 
 
-def _index(ledger: LedgerService, fix: bool) -> Finding:
+def _index(maintenance: MaintenanceService, fix: bool) -> Finding:
     """Opening the index already checks it against the journal and rebuilds a damaged one; say what that found."""
     try:
-        ledger.sync.open_now()
-        ledger.sync.index()
-        ledger.sync.catch_up()
+        maintenance.open_index()
     except LedgerError as exc:
         if not fix:
             return Finding("index", "problem", f"{exc}; --fix rebuilds it from the journal")
-        return Finding("index", "fixed", f"{exc}; rebuilt from the journal: {ledger.reindex()} memories")
-    figures = ledger.sync.figures(timeout=60)
-    rev, expected = ledger.journal.rev_and_indexable_count()
+        return Finding("index", "fixed", f"{exc}; rebuilt from the journal: {maintenance.rebuild_index()} memories")
+    figures = maintenance.index_figures(timeout=60)
+    rev, expected = maintenance.journal_figures()
     if figures is not None and figures != (rev, expected):
         watermark, points = figures
         detail = f"index holds {points} memories at revision {watermark}; the journal has {expected} at {rev}"
         if not fix:
             return Finding("index", "problem", detail + "; --fix rebuilds it")
-        return Finding("index", "fixed", f"{detail}; rebuilt: {ledger.reindex()} memories")
-    events = "; ".join(ledger.sync.events)
+        return Finding("index", "fixed", f"{detail}; rebuilt: {maintenance.rebuild_index()} memories")
+    events = "; ".join(maintenance.index_events())
     if events:
         return Finding("index", "fixed", f"{events}; now {expected} memories, in step with the journal")
     return Finding("index", "ok", f"{expected} memories, in step with the journal")
 
 
-def _vectors(ledger: LedgerService, fix: bool) -> Finding:
-    missing = ledger.journal.count_missing_embeddings(ledger.sync.embedder.identity)
+def _vectors(maintenance: MaintenanceService, fix: bool) -> Finding:
+    missing = maintenance.missing_vectors()
     if not missing:
         return Finding("vectors", "ok", "every memory has its vector")
     detail = f"{missing} memories have no vector yet (a running server computes them in the background)"
-    if not fix or ledger.sync.embedder.state != "ready":
+    if not fix or maintenance.model_status().state != "ready":
         return Finding("vectors", "warning", detail + ("; --fix computes them now" if not fix else ""))
-    ledger.sync.embed_all()
-    ledger.sync.catch_up()
+    maintenance.embed_memories()
+    maintenance.catch_up_index()
     return Finding("vectors", "fixed", detail + "; computed them")
 
 
-def _code_index(ledger: LedgerService, fix: bool) -> Finding:
-    assert ledger.code is not None
-    indexer = ledger.code.indexer
-    changed, gone = indexer.out_of_date()
+def _code_index(maintenance: MaintenanceService, fix: bool) -> Finding:
+    changed, gone = maintenance.code_out_of_date()
     if not changed and not gone:
-        return Finding("code index", "ok", f"{ledger.code.store.counts().files} files, in step with the source tree")
+        return Finding("code index", "ok", f"{maintenance.code_counts().files} files, in step with the source tree")
     detail = f"since the last index, source files new or changed: {changed}, deleted: {gone}"
     if not fix:
         return Finding("code index", "warning", detail + " (a running server's watcher catches up); --fix indexes them now")
-    summary = indexer.scan()
+    summary = maintenance.scan_code()
     return Finding("code index", "fixed", f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed")
 
 
-def _watcher(ledger: LedgerService) -> Finding:
+def _watcher(maintenance: MaintenanceService) -> Finding:
     """Start a watcher on the tree, as a server does, and compare the directories it watches with the inotify limit."""
-    assert ledger.code is not None
-    if ledger.code.watcher is None:
+    if not maintenance.watching:
         return Finding("watcher", "ok", "off (LEDGER_WATCH=false): the code index updates at start or with `project-ledger index`")
-    root = ledger.paths.root
+    root = maintenance.paths.root
     directories = 1 + sum(
         1 + sum(len(dirs) for _, dirs, _ in os.walk(entry))
         for entry in root.iterdir()
         if entry.name not in SKIPPED_DIRS and entry.is_dir() and not entry.is_symlink()
     )
-    watcher = CodeWatcher(root, ledger.code.indexer)
-    watcher.start()
-    running = watcher.state == "running"
-    watcher.stop()
+    running = maintenance.watcher_starts()
     limit = int(INOTIFY_LIMIT.read_text()) if INOTIFY_LIMIT.exists() else None
     counted = f"{directories} directories to watch" + (f", inotify allows {limit} per user" if limit else "")
     if not running:
