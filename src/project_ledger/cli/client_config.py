@@ -74,7 +74,7 @@ class ConfigFileError(ValueError):
     """The existing file cannot be merged into without losing something."""
 
 
-def merge(path: Path, client: Client, name: str, entry: dict[str, Any]) -> str:
+def merge(path: Path, *, client: Client, name: str, entry: dict[str, Any]) -> str:
     """Add or replace server `name` in the file at `path`, keeping every other key; returns added, replaced or
     unchanged. The file is replaced atomically, so a client reading it never sees half of it."""
     try:

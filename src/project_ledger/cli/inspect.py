@@ -49,7 +49,7 @@ def inspect_command(settings: Settings, host: str, port: int) -> None:
     hosts = allowed_hosts(host, port, comma_list(settings.http_allowed_hosts))
     origins = allowed_origins(host, port, comma_list(settings.http_allowed_origins))
     ledger = open_ledger(settings, Path.cwd())
-    app = inspector_app(ledger, hosts, origins, token)
+    app = inspector_app(ledger, hosts=hosts, origins=origins, token=token)
     click.echo(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/ (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])

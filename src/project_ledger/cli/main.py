@@ -8,12 +8,12 @@ per-process index slots make that safe. Data goes to stdout, logs to stderr;
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
 import sys
 import time
-import functools
 from pathlib import Path
 
 import click

@@ -6,14 +6,14 @@ bar then shows the count and rate without an end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
+from project_ledger.maintenance.service import Report
+
 if TYPE_CHECKING:
     from rich.progress import TaskID
-
-Report = Callable[[str, int, int | None], None]
 
 
 @contextmanager
@@ -45,7 +45,7 @@ def progress_bars() -> Iterator[Report]:
 class CountingWriter:
     """Writes through to `out` and reports each line written: progress for a stream of JSON lines."""
 
-    def __init__(self, out: TextIO, step: str, total: int | None, report: Report) -> None:
+    def __init__(self, out: TextIO, *, step: str, total: int | None, report: Report) -> None:
         self._out, self._step, self._total, self._report = out, step, total, report
         self.lines = 0
 
@@ -56,7 +56,7 @@ class CountingWriter:
         return written
 
 
-def counted_lines(lines: Iterable[str], step: str, total_bytes: int | None, report: Report) -> Iterator[str]:
+def counted_lines(lines: Iterable[str], *, step: str, total_bytes: int | None, report: Report) -> Iterator[str]:
     """The lines of a text stream, reporting the bytes read so far."""
     done = 0
     for line in lines:
