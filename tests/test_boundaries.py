@@ -83,3 +83,21 @@ def test_storage_search_and_code_take_plain_values_not_settings(path: Path) -> N
     imports = imports_of(path)
     assert not within(imports, {"project_ledger.config", "project_ledger.factory"})
     assert "pydantic_settings" not in {n.split(".")[0] for n in imports}
+
+
+SERVICE_PARTS = {"sync", "journal", "indexer", "store"}
+
+
+@pytest.mark.parametrize("path", [*room("mcp"), *room("cli"), *room("inspector")], ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_entry_points_call_service_methods_not_the_parts_behind_them(path: Path) -> None:
+    reaches = [
+        f"line {node.lineno}: .{node.attr}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr in SERVICE_PARTS
+    ]
+    assert not reaches
+
+
+@pytest.mark.parametrize("path", LOWER, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_below_the_entry_points_nothing_imports_the_composition_root(path: Path) -> None:
+    assert not within(imports_of(path), {"project_ledger.factory"})
