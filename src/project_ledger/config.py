@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from project_ledger.search.tuning import RankingParams
+
 DATA_DIR_NAME = ".ledger"
 # What Qdrant accepts in a collection name and a shell or URL needs no quoting for.
 COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
@@ -85,10 +87,10 @@ class Settings(BaseSettings):
     )
 
     recency_half_life_days: float = Field(
-        default=7.0, ge=0, description="Recall: a note or turn this many days old loses half of its recency share (0: no decay)."
+        default=RankingParams.half_life_days, ge=0, description="Recall: a note or turn this many days old loses half of its recency share (0: no decay)."
     )
     min_relevance: float = Field(
-        default=0.24, ge=0, le=1, description="Recall's relevance floor (cosine, or query-term coverage); callers may pass a lower one."
+        default=RankingParams.floor, ge=0, le=1, description="Recall's relevance floor (cosine, or query-term coverage); callers may pass a lower one."
     )
     near_duplicate_overlap: float = Field(
         default=0.8,

@@ -6,7 +6,8 @@ using file to the defining file, weighted as Aider's repo map weighs them
 private names and names defined in many files count less; repeated uses count
 by their square root). PageRank, personalised toward the focus, ranks the
 files, and each file's rank flows along its edges onto the definitions it
-uses. The outline then keeps as many of the best definitions as fit.
+uses. The outline then keeps as many of the best definitions as fit. The
+weights are in `search/tuning.py`.
 
 Pure: no parsing and no I/O, so it is tested on plain tuples.
 """
@@ -19,8 +20,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
-DAMPING = 0.85
-ITERATIONS = 40
+from project_ledger.search.tuning import REPO_MAP
+
 _SPECIFIC = re.compile(r"[a-z][A-Z]|_[a-zA-Z]")
 _DUNDER = re.compile(r"^__\w+__$")
 
@@ -51,16 +52,16 @@ class RepoMap:
     total_definitions: int
 
 
-def _weight(name: str, defining_files: int, focus_names: set[str]) -> float:
+def _weight(name: str, defining_files: int, focus_names: Set[str]) -> float:
     weight = 1.0
     if name in focus_names:
-        weight *= 10
-    if len(name) >= 8 and _SPECIFIC.search(name):
-        weight *= 10
+        weight *= REPO_MAP.focus_name
+    if len(name) >= REPO_MAP.specific_min_chars and _SPECIFIC.search(name):
+        weight *= REPO_MAP.specific_name
     if name.startswith("_"):
-        weight *= 0.1
-    if defining_files > 5:
-        weight *= 0.1
+        weight *= REPO_MAP.private_name
+    if defining_files > REPO_MAP.common_files:
+        weight *= REPO_MAP.common_name
     return weight
 
 
@@ -73,11 +74,12 @@ def pagerank(edges: dict[str, dict[str, float]], nodes: Iterable[str], personal:
     base = {n: personal.get(n, 0.0) / total for n in nodes} if total > 0 else {n: 1.0 / len(nodes) for n in nodes}
     rank = dict(base)
     out_weight = {n: sum(targets.values()) for n, targets in edges.items()}
-    for _ in range(ITERATIONS):
+    damping = REPO_MAP.damping
+    for _ in range(REPO_MAP.iterations):
         dangling = sum(rank[n] for n in nodes if not out_weight.get(n))
-        nxt = {n: (1 - DAMPING) * base[n] + DAMPING * dangling * base[n] for n in nodes}
+        nxt = {n: (1 - damping) * base[n] + damping * dangling * base[n] for n in nodes}
         for source, targets in edges.items():
-            share = DAMPING * rank[source] / out_weight[source]
+            share = damping * rank[source] / out_weight[source]
             for target, weight in targets.items():
                 nxt[target] += share * weight
         rank = nxt
@@ -119,9 +121,9 @@ def rank_definitions(
     for d in definitions:
         score = name_score.get((d.path, d.name), 0.0)
         if d.name in focus_names:
-            score += 1.0
+            score += REPO_MAP.focus_name_bonus
         elif d.path in in_focus:
-            score += 0.5 if d.parent else 1.0  # a focused file's own outline, top-level first
+            score += REPO_MAP.focus_nested_bonus if d.parent else REPO_MAP.focus_file_bonus  # its outline, top-level first
         scored.append((score, rank.get(d.path, 0.0), d))
     scored.sort(key=lambda item: (-item[0], -item[1], item[2].path, item[2].line))
     return [(score, d) for score, _, d in scored]
@@ -151,6 +153,7 @@ def build_repo_map(
     uses: list[MapUse],
     budget: int,
     count_tokens: Callable[[str], int],
+    *,
     focus_files: Set[str] = frozenset(),
     focus_names: Set[str] = frozenset(),
 ) -> RepoMap:

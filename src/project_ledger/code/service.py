@@ -34,7 +34,7 @@ from project_ledger.models import (
     SearchCodeResult,
     SymbolMatch,
 )
-from project_ledger.search.fusion import FusionParams
+from project_ledger.search.tuning import CODE_FUSION
 from project_ledger.text.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ def render_symbol(symbol: CodeSymbol) -> str:
 class CodeService:
     def __init__(
         self,
+        *,
         root: Path,
         store: CodeStore,
         indexer: CodeIndexer,
@@ -164,7 +165,7 @@ class CodeService:
     # -- tools ---------------------------------------------------------------------
 
     def find_symbol(
-        self, name: str, kind: str | None = None, language: str | None = None, path: str | None = None, limit: int = 20
+        self, name: str, *, kind: str | None = None, language: str | None = None, path: str | None = None, limit: int = 20
     ) -> FindSymbolResult:
         """Exact name, then exact qualified name (any separator), then a qualified-name suffix,
         then case-insensitive, then prefix: the first rule that finds anything answers."""
@@ -198,10 +199,10 @@ class CodeService:
                 return FindSymbolResult(symbols=[_symbol(s) for s in found], matched_by=rule, note=self.indexer.progress.note())
         return FindSymbolResult(symbols=[], matched_by="none", note=self.indexer.progress.note())
 
-    def search_code(self, query: str, k: int = 10, language: str | None = None, path: str | None = None) -> SearchCodeResult:
+    def search_code(self, query: str, k: int = 10, *, language: str | None = None, path: str | None = None) -> SearchCodeResult:
         query = self._name(query, "query")
         k = self._limit(k, "k", 100)
-        hits = self.search.search(query, self._language(language), self._path(path), k, FusionParams())
+        hits = self.search.search(query, language=self._language(language), path=self._path(path), k=k, fusion=CODE_FUSION)
         results = [
             CodeHit(**_symbol(symbol).model_dump(), score=round(score, 6), relevance=round(relevance, 4))
             for symbol, score, relevance in hits
@@ -264,8 +265,8 @@ class CodeService:
             [MapUse(*row) for row in uses],
             token_budget,
             self.tokens.count,
-            files,
-            names,
+            focus_files=files,
+            focus_names=names,
         )
         answer = RepoMapResult(
             text=result.text,

@@ -5,7 +5,7 @@ are fused with weighted reciprocal-rank fusion, then adjusted by what the
 index does not know: how old a memory is, how often it was handed out, its
 kind, whether it comes from the caller's session, and whether it is outdated:
 superseded itself, or a turn that stated a decision that was later superseded
-(`outdated_turns`). The weights come from `benchmarks/retrieval.py`.
+(`outdated_turns`). The weights are in `search/tuning.py`.
 
 Rank fusion says nothing about whether the best match is any good, so each
 memory also gets an absolute *relevance* in [0, 1]: its cosine similarity to
@@ -18,45 +18,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
-from project_ledger.search.fusion import FusionParams, fuse, positions, relevance
+from project_ledger.search.fusion import fuse, positions, relevance
 from project_ledger.search.index import Candidates, SearchFilter
+from project_ledger.search.tuning import RankingParams
 
 if TYPE_CHECKING:
     import numpy as np
 
 DAY = 86_400.0
-NO_DECAY_KINDS = frozenset({"decision", "definition"})
-
-
-@dataclass(frozen=True)
-class RankingParams:
-    """Defaults as tuned on `benchmarks/retrieval.py` (README, "Retrieval quality") before turns were captured
-    into typed memories; its "as shipped" row scores them on today's ledger. The access weight, session
-    boost, outdated-turn similarity and the gist (`summary`) weight were set by hand: the benchmark cannot
-    exercise them."""
-
-    fusion: FusionParams = field(default_factory=lambda: FusionParams(k=20, dense_weight=1.5, candidates=50))
-    half_life_days: float = 7.0  # recency: an item this old keeps half of the decaying share
-    recency_share: float = 0.3  # the part of the score that decays; the rest never does
-    access_weight: float = 0.03  # per e-fold of times handed out
-    session_boost: float = 0.1
-    superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
-    outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
-    kind_weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
-    )
-    floor: float = 0.24
 
 
 @dataclass(frozen=True)
 class Sources:
-    """Where a ranked memory's score came from, for explaining a ranking (`LedgerService.explain_recall`)."""
+    """Where a ranked memory's score came from, for explaining a ranking (`Recall.explain`)."""
 
     dense: float | None  # cosine similarity, when the dense list found it
     dense_rank: int | None  # its place in that list, from 0
@@ -115,7 +94,7 @@ def outdated_turns(
 
 def _boosts(memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool) -> dict[str, float]:
     boosts: dict[str, float] = {}
-    if not memory.pinned and memory.kind not in NO_DECAY_KINDS and params.half_life_days > 0:
+    if not memory.pinned and memory.kind not in params.no_decay_kinds and params.half_life_days > 0:
         created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
         age_days = max(now - created, 0.0) / DAY
         decay = 0.5 ** (age_days / params.half_life_days)
@@ -137,6 +116,7 @@ def rank(
     lexical: Mapping[int, float],
     params: RankingParams,
     now: float,
+    *,
     session: str | None = None,
     floor: float | None = None,
     outdated: Mapping[int, str] | None = None,

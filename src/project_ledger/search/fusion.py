@@ -1,31 +1,14 @@
 """Combining the dense and BM25 candidate lists into one ranking, and an absolute relevance for each result.
 
 Fusion is done here rather than in the engine so that both backends rank identically, ties included, and
-the per-list scores stay available to callers (the recall debugger shows them).
+the per-list scores stay available to callers (the recall debugger shows them). The weights are in `tuning`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from project_ledger.search.index import Candidates, Hit
 from project_ledger.search.sparse import SparseVec
-
-
-@dataclass(frozen=True)
-class FusionParams:
-    """How dense and BM25 candidates are combined (weighted reciprocal-rank fusion).
-
-    Memories use the setting tuned by `benchmarks/retrieval.py` (see
-    `RankingParams`). These defaults serve code search, whose ranking has no
-    benchmark of its own yet: a small `k` lets the top few of each list
-    dominate, and a heavier dense list helps descriptive queries.
-    """
-
-    k: int = 2
-    dense_weight: float = 1.5
-    sparse_weight: float = 1.0
-    candidates: int = 20
+from project_ledger.search.tuning import FusionParams
 
 
 def _ordered(hits: list[Hit]) -> list[Hit]:
@@ -39,11 +22,7 @@ def positions(hits: list[Hit]) -> dict[int, int]:
 
 
 def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
-    """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0.
-
-    Done here rather than in the engine so that both backends rank identically,
-    ties included, and so the per-list scores stay available to callers.
-    """
+    """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0."""
     scores: dict[int, float] = {}
     for hits, weight in ((candidates.dense, fusion.dense_weight), (candidates.sparse, fusion.sparse_weight)):
         for seq, rank in positions(hits).items():

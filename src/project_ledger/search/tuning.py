@@ -1,0 +1,82 @@
+"""Every ranking parameter in one place: recall's, code search's and the repository map's, with where each value
+came from. Values only; the arithmetic that uses them is in `search/fusion.py`, `memory/ranking.py` and
+`code/repo_map.py`.
+
+Two of recall's are also settings (`LEDGER_RECENCY_HALF_LIFE_DAYS`, `LEDGER_MIN_RELEVANCE`): `config.Settings`
+takes its defaults from here, and the factory passes what the user set into `RankingParams`.
+
+This module imports nothing of the project, so `search/`, `code/` and `memory/` can all read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusionParams:
+    """How dense and BM25 candidates are combined: weighted reciprocal-rank fusion (`fusion.fuse`)."""
+
+    k: int  # added to each rank: a small k lets the top few of each list dominate
+    dense_weight: float
+    sparse_weight: float = 1.0  # the weight the dense one is relative to
+    candidates: int  # fetched from each list
+
+
+# Code search has no benchmark of its own yet. Set by hand: a small k lets the top few of each list dominate,
+# and a heavier dense list helps descriptive queries ("retry with backoff").
+CODE_FUSION = FusionParams(k=2, dense_weight=1.5, candidates=20)
+
+# Tuned on `benchmarks/retrieval.py` (README, "Retrieval quality") before turns were captured into typed memories;
+# its "as shipped" row scores this setting on today's ledger.
+MEMORY_FUSION = FusionParams(k=20, dense_weight=1.5, candidates=50)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankingParams:
+    """How recalled memories are ordered once fused (`memory/ranking.py`).
+
+    Fusion, recency, kind weights, the outdated factor and the floor were tuned on `benchmarks/retrieval.py`
+    (README, "Retrieval quality") before turns were captured into typed memories; its "as shipped" row scores
+    them on today's ledger. The access weight, session boost, outdated-turn similarity and the gist (`summary`)
+    weight were set by hand: the benchmark cannot exercise them.
+    """
+
+    fusion: FusionParams = MEMORY_FUSION
+    half_life_days: float = 7.0  # recency: an item this old keeps half of the decaying share (LEDGER_RECENCY_HALF_LIFE_DAYS)
+    recency_share: float = 0.3  # the part of the score that decays; the rest never does
+    no_decay_kinds: frozenset[str] = frozenset({"decision", "definition"})  # they hold until superseded, however old
+    access_weight: float = 0.03  # per e-fold of times handed out
+    session_boost: float = 0.1
+    superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
+    outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
+    kind_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
+    )
+    floor: float = 0.24  # relevance (cosine or query-term coverage) a result needs (LEDGER_MIN_RELEVANCE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepoMapParams:
+    """How the repository map weighs a use of a name and ranks files (`code/repo_map.py`).
+
+    The weights are Aider's (`aider/repomap.py`, `get_ranked_tags`); the PageRank damping is the textbook 0.85.
+    The focus bonuses were set by hand, so that what the caller asked about comes first.
+    """
+
+    focus_name: float = 10.0  # a name the caller focused on
+    specific_name: float = 10.0  # a long snake_case or camelCase name ...
+    specific_min_chars: int = 8  # ... of at least this many characters
+    private_name: float = 0.1  # a `_private` name
+    common_name: float = 0.1  # a name defined in more than `common_files` files
+    common_files: int = 5
+    damping: float = 0.85
+    iterations: int = 40  # of PageRank's power iteration
+    focus_name_bonus: float = 1.0  # added to the score of a definition the caller named
+    focus_file_bonus: float = 1.0  # ... of a top-level definition in a focused file
+    focus_nested_bonus: float = 0.5  # ... of a nested one (a method), so the file's outline reads top-level first
+
+
+REPO_MAP = RepoMapParams()
