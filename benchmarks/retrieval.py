@@ -43,12 +43,14 @@ import project_ledger.storage.journal as journal_module
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.project_context import ProjectContextFile
-from project_ledger.memory.ranking import RankingParams, for_window, rank
+from project_ledger.memory.ranking import for_window, rank
 from project_ledger.memory.restatement import RestatementCheck
-from project_ledger.memory.service import LedgerService, parse_moment
+from project_ledger.memory.service import LedgerService
+from project_ledger.memory.validation import parse_moment
 from project_ledger.models import Memory
-from project_ledger.search.fusion import FusionParams, fuse
+from project_ledger.search.fusion import fuse
 from project_ledger.search.index import Candidates, SearchFilter
+from project_ledger.search.tuning import FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, specifics
 
 HERE = Path(__file__).parent
@@ -208,7 +210,7 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}
     captured = ledger.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
     parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
-    return Pools(candidates, lexical, memories, ledger.outdated(memories), list(wheres), parent_seq)
+    return Pools(candidates, lexical, memories, ledger.retrieval.outdated(memories), list(wheres), parent_seq)
 
 
 def cut(candidates: Candidates, n: int) -> Candidates:
@@ -304,7 +306,7 @@ def context_usage(ledger: LedgerService, questions: list[Question]) -> list[str]
     for budget in BUDGETS:
         used, carried, groups = [], 0, 0
         for q in questions:
-            pack = ledger.context(q.text, budget, None)
+            pack = ledger.context(q.text, budget)
             used.append(pack.tokens)
             ids = set(pack.ids)
             carried += sum(any(key_of[seq] in ids for seq in group) for group in q.evidence)

@@ -1,0 +1,391 @@
+"""Recall: retrieval, ranking, expansion, fitting to a token budget, and the recall debugger's explanation.
+
+`LedgerService` answers `recall` and `explain_recall` with this class, and asks it for the ranked memories of
+a `context` pack. The ranking arithmetic itself is in `ranking` (pure); this class fetches what it needs: the
+query's embedding, both candidate lists, the memories, the turns a superseded decision outdated. The only
+thing it writes is the access stats of what a recall hands out.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from functools import partial
+from typing import NamedTuple
+
+from project_ledger.code.links import CodeAnchors
+from project_ledger.errors import InvalidArgument, StorageError
+from project_ledger.memory.context_sections import render_hit
+from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank
+from project_ledger.memory.validation import Limits, Validator, parse_moment
+from project_ledger.models import ExplainedHit, Fate, Memory, RecallExplanation, RecallHit, RecallMode, RecallResult
+from project_ledger.search.index import Candidates, SearchFilter
+from project_ledger.search.tuning import RankingParams
+from project_ledger.storage.index_sync import IndexSync
+from project_ledger.storage.journal import Journal
+from project_ledger.text.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+RESULT_ENVELOPE_TOKENS = 1_000  # room a recall result keeps under the cap for its note and other fields
+MODEL_WAIT_SECONDS = 5.0
+
+
+class Retrieved(NamedTuple):
+    ranked: list[Ranked]  # above the floor, best first, captured memories collapsed into their turns, at most k
+    below: int  # candidates under the floor
+    mode: RecallMode
+    notes: list[str]
+
+
+class Recall:
+    """Ranked memories for a query, or memories by id, marked stale where their code changed."""
+
+    def __init__(
+        self,
+        *,
+        journal: Journal,
+        sync: IndexSync,
+        anchors: CodeAnchors,
+        tokens: TokenCounter,
+        limits: Limits,
+        params: RankingParams,
+    ) -> None:
+        self.journal = journal
+        self.sync = sync
+        self.anchors = anchors
+        self.tokens = tokens
+        self.limits = limits
+        self.params = params
+        self.validate = Validator(limits)
+
+    def mode(self) -> RecallMode:
+        return "hybrid" if self.sync.embedder.state == "ready" else "bm25-only"
+
+    # -- the tools ---------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str | None,
+        *,
+        k: int = 8,
+        kinds: list[str] | None = None,
+        tags: list[str] | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        include_superseded: bool = False,
+        token_budget: int | None = None,
+        current_session: str | None = None,
+        min_relevance: float | None = None,
+        expand: bool = False,
+        ids: list[str] | None = None,
+    ) -> RecallResult:
+        """Ranked memories for `query`; or, with `ids` instead, those memories. `expand` follows each gist
+        or captured memory to the memories it cites or came from."""
+        if ids:
+            if query is not None:
+                raise InvalidArgument("give either a query or ids, not both")
+            return self._recall_ids(ids, expand, token_budget)
+        if query is None:
+            raise InvalidArgument("give a query to search for, or ids of memories to fetch")
+        query = self.validate.text(query, "query")
+        self._check_k(k)
+        self._check_budget(token_budget)
+        where = self._where(
+            kinds=kinds, tags=tags, session=session, since=since, until=until, include_superseded=include_superseded
+        )
+        current_session = self.validate.label(current_session, "current_session")
+        floor = self.validate.floor(min_relevance)
+        ranked, below, mode, notes = self.retrieve(query, where, k=k, session=current_session, floor=floor)
+        hits = self.hits(ranked)
+        kept, left_out, why = self._fit(self._expand(hits) if expand else hits, token_budget)
+        if left_out:
+            notes.append(f"left out to fit {why}: {', '.join(left_out)}")
+        if not kept and below:
+            floor = self.params.floor if floor is None else floor
+            notes.append(f"no relevant memory: {below} weaker matches fell under min_relevance={floor:g}; pass a lower one to see them")
+        kept_ids = {hit.id for hit in kept}
+        self.touch([r.seq for r in ranked if r.memory.id in kept_ids])
+        return RecallResult(
+            results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
+        )
+
+    def explain(
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        kinds: list[str] | None = None,
+        tags: list[str] | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        include_superseded: bool = False,
+        current_session: str | None = None,
+        min_relevance: float | None = None,
+    ) -> RecallExplanation:
+        """What `recall` would return for these arguments, and why: every candidate with its dense and BM25
+        scores and places, fused score, boosts and relevance, including those past `k`, collapsed into their
+        turn, or under the floor.
+
+        It runs the same ranking as `recall` but records no access: looking must not change the next ranking.
+        A token budget is not applied (it only cuts the tail of `results`).
+        """
+        query = self.validate.text(query, "query")
+        self._check_k(k)
+        where = self._where(
+            kinds=kinds, tags=tags, session=session, since=since, until=until, include_superseded=include_superseded
+        )
+        floor = self.validate.floor(min_relevance)
+        current_session = self.validate.label(current_session, "current_session")
+        kept, below, found, mode, notes = self._rank(query, where, k=k, session=current_session, floor=floor)
+        parents = self._captured_parents(kept)
+        collapsed = collapse_captured(kept, parents)
+        returned = {r.seq for r in collapsed[:k]}
+        placed = {r.seq for r in collapsed}
+        fusion = self.params.fusion
+        return RecallExplanation(
+            query=query,
+            mode=mode,
+            k=k,
+            floor=self.params.floor if floor is None else floor,
+            fusion={"k": fusion.k, "dense_weight": fusion.dense_weight, "sparse_weight": fusion.sparse_weight,
+                    "candidates": max(fusion.candidates, k)},
+            candidates={"dense": len(found.dense), "bm25": len(found.sparse)},
+            results=[_explained(r, "returned") for r in collapsed[:k]],
+            not_returned=[
+                _explained(r, "past k") if r.seq in placed else _explained(r, "collapsed", parents.get(r.memory.id))
+                for r in kept
+                if r.seq not in returned
+            ],
+            below_floor=[_explained(r, "below floor") for r in below],
+            notes=notes,
+        )  # fmt: skip
+
+    # -- what `context` uses too ------------------------------------------------
+
+    def retrieve(self, query: str, where: SearchFilter, *, k: int, session: str | None, floor: float | None = None) -> Retrieved:
+        """The best `k` memories above the floor (the configured one unless given), and what came with them."""
+        kept, below, _, mode, notes = self._rank(query, where, k=k, session=session, floor=floor)
+        return Retrieved(collapse_captured(kept, self._captured_parents(kept))[:k], len(below), mode, notes)
+
+    def hits(self, ranked: list[Ranked]) -> list[RecallHit]:
+        """Recall results, marked stale where the code they are anchored to has changed."""
+        anchors = self.journal.anchors([r.memory.id for r in ranked])
+        hits = []
+        for r in ranked:
+            changed = self.anchors.changes(anchors.get(r.memory.id, []), partial(self.journal.settle_anchor, r.memory.id))
+            hits.append(_hit(r.memory, changed, r))
+        return hits
+
+    def touch(self, seqs: list[int]) -> None:
+        """Count these memories as handed out (access ranks later recalls)."""
+        try:
+            self.journal.touch(seqs)
+        except StorageError as exc:  # access stats are not worth failing a read for
+            log.warning("access stats not recorded: %s", exc)
+
+    def outdated(self, memories: Mapping[int, Memory]) -> dict[int, str]:
+        """Which of these turns (and memories captured from turns) stated a decision that was later superseded
+        (see `ranking.outdated_turns`). A captured sentence shares its turn's fate, both ways: the sentence
+        alone may be too short to match the retired decision, or the turn too long."""
+        parents = self.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
+        turns = {seq: m for seq, m in memories.items() if m.kind == "turn" or m.id in parents}
+        turns |= self.journal.live_by_seq([found[0] for found in parents.values()])
+        turns = {seq: m for seq, m in turns.items() if m.session is not None}
+        retired = self.journal.superseded_in_sessions(sorted({m.session for m in turns.values() if m.session}))
+        if not turns or not retired:
+            return {}
+        import numpy as np  # kept off the import path of `serve`: the handshake does not need it
+
+        vectors = {}
+        for seq, blob in self.journal.vectors([*turns, *retired], self.sync.embedder.identity).items():
+            vector = np.frombuffer(blob, dtype=np.float32)
+            vectors[seq] = vector / (np.linalg.norm(vector) or 1.0)
+        found = outdated_turns(turns, retired, vectors, self.params.outdated_turn_similarity)
+        seq_of = {m.id: seq for seq, m in turns.items()}
+        for child, (parent, *_) in parents.items():
+            pair = (seq_of.get(child), seq_of.get(parent))
+            replaced = next((found[seq] for seq in pair if seq in found), None)
+            if replaced is not None and None not in pair:
+                found.update(dict.fromkeys(pair, replaced))
+        return found
+
+    # -- ranking -------------------------------------------------------------------
+
+    def _rank(
+        self, query: str, where: SearchFilter, *, k: int, session: str | None, floor: float | None
+    ) -> tuple[list[Ranked], list[Ranked], Candidates, RecallMode, list[str]]:
+        """Every candidate ranked: those above the floor and those under it (best first), the index's two
+        candidate lists, the mode, and notes."""
+        self.sync.index()  # fails fast, with the reason, if the index could not open
+        embedder = self.sync.embedder
+        notes: list[str] = []
+        dense: list[float] | None = None
+        if embedder.state in ("not-loaded", "loading"):
+            self.sync.wait_for_model(MODEL_WAIT_SECONDS)
+        if embedder.state == "ready":
+            dense = embedder.embed_query(query).tolist()
+        else:
+            notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
+        found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
+        memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))
+        lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
+        params, now = for_window(self.params, where), time.time()
+        kept, below = rank(found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories))
+        return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
+
+    def _captured_parents(self, ranked: list[Ranked]) -> dict[str, str]:
+        """The turn each captured memory among these was captured from, by id."""
+        parents = self.journal.sources([r.memory.id for r in ranked if "captured" in r.memory.tags], ["captured"])
+        return {child: found[0] for child, found in parents.items()}
+
+    # -- by id, expansion -------------------------------------------------------------
+
+    def _recall_ids(self, ids: list[str], expand: bool, token_budget: int | None) -> RecallResult:
+        self._check_budget(token_budget)
+        hits, missing = self._by_ids(ids)
+        if not hits:
+            raise InvalidArgument(f"no live memory has these ids: {', '.join(missing)}; they are unknown or were forgotten")
+        kept, left_out, why = self._fit(self._expand(hits) if expand else hits, token_budget)
+        notes = [f"not found or forgotten: {', '.join(missing)}"] if missing else []
+        if left_out:
+            notes.append(f"left out to fit {why}: {', '.join(left_out)}")
+        tokens = self.tokens.count(render_results(kept))
+        return RecallResult(results=kept, tokens=tokens, mode=self.mode(), note="; ".join(notes) or None)
+
+    def _by_ids(self, ids: list[str]) -> tuple[list[RecallHit], list[str]]:
+        """Memories by id, in the order given; and the ids that are unknown or forgotten."""
+        if len(ids) > self.limits.max_k:
+            raise InvalidArgument(f"{len(ids)} ids given; fetch at most {self.limits.max_k} at a time (LEDGER_MAX_K)")
+        ids = list(dict.fromkeys(self.validate.labels(ids, "ids")))
+        found = self.journal.live(ids)
+        return self._fetched([found[i] for i in ids if i in found], {}), [i for i in ids if i not in found]
+
+    def _fetched(self, memories: list[Memory], source_of: dict[str, str]) -> list[RecallHit]:
+        """Memories handed back by id (or because a gist cites them): unranked, marked stale like recall's."""
+        anchors = self.journal.anchors([m.id for m in memories])
+        return [
+            _hit(m, self.anchors.changes(anchors.get(m.id, []), partial(self.journal.settle_anchor, m.id)), source_of=source_of.get(m.id))
+            for m in memories
+        ]
+
+    def _expand(self, hits: list[RecallHit]) -> list[RecallHit]:
+        """Each gist or captured memory followed by the memories it cites or was captured from."""
+        sources = self.journal.sources([h.id for h in hits], ["cites", "captured"])
+        wanted = list(dict.fromkeys(i for h in hits for i in sources.get(h.id, [])))
+        found = self.journal.live(wanted)
+        shown = {h.id for h in hits}
+        expanded: list[RecallHit] = []
+        for hit in hits:
+            expanded.append(hit)
+            extra = [found[i] for i in sources.get(hit.id, []) if i in found and i not in shown]
+            shown.update(m.id for m in extra)
+            expanded += self._fetched(extra, dict.fromkeys((m.id for m in extra), hit.id))
+        return expanded
+
+    # -- arguments, budget ---------------------------------------------------------
+
+    def _check_k(self, k: int) -> None:
+        if not 1 <= k <= self.limits.max_k:
+            raise InvalidArgument(f"k={k} is out of range: ask for 1 to {self.limits.max_k} results (LEDGER_MAX_K)")
+
+    def _check_budget(self, token_budget: int | None) -> None:
+        if token_budget is not None and not 1 <= token_budget <= self.limits.max_result_tokens:
+            raise InvalidArgument(
+                f"token_budget={token_budget} is out of range: give 1 to {self.limits.max_result_tokens} "
+                "(LEDGER_MAX_RESULT_TOKENS, the largest result any tool returns)"
+            )
+
+    def _where(
+        self,
+        *,
+        kinds: list[str] | None,
+        tags: list[str] | None,
+        session: str | None,
+        since: str | None,
+        until: str | None,
+        include_superseded: bool,
+    ) -> SearchFilter:
+        where = SearchFilter(
+            kinds=[self.validate.kind(kind) for kind in kinds] if kinds else None,
+            tags=self.validate.labels(tags, "tags") if tags else None,
+            session=self.validate.label(session, "session"),
+            since=parse_moment(since, "since") if since else None,
+            until=parse_moment(until, "until", end_of_day=True) if until else None,
+            include_superseded=include_superseded,
+        )
+        if where.since is not None and where.until is not None and where.since > where.until:
+            raise InvalidArgument(f"since={since!r} is after until={until!r}; nothing can match")
+        return where
+
+    def _fit(self, results: list[RecallHit], budget: int | None) -> tuple[list[RecallHit], list[str], str]:
+        """Keep results in rank order while they fit; one that does not is skipped whole, never cut.
+
+        Then, whatever the budget, stop before the result the client receives (the JSON, the larger of the
+        two renderings) would pass the cap on every tool's result. Returns what is kept, the ids left out,
+        and why they were.
+        """
+        kept, reason = results, ""
+        if budget is not None:
+            kept, used = [], 0
+            for hit in results:
+                cost = self.tokens.count(render_hit(hit)) + (1 if kept else 0)  # "\n\n" between items is one token
+                if used + cost <= budget:
+                    kept.append(hit)
+                    used += cost
+            while kept and not self.tokens.fits(render_results(kept), budget):  # the sum is an estimate: confirm
+                kept.pop()
+            reason = f"token_budget={budget}"
+        room = self.limits.max_result_tokens - RESULT_ENVELOPE_TOKENS
+        encoded = [hit.model_dump_json() for hit in kept]
+        if sum(len(text.encode("utf-8")) for text in encoded) <= room:  # a token is at least a byte: no need to count
+            encoded = []
+        for n, text in enumerate(encoded):
+            room -= self.tokens.count(text)
+            if room < 0:
+                kept = kept[:n]
+                reason = f"the {self.limits.max_result_tokens}-token result cap (LEDGER_MAX_RESULT_TOKENS)"
+                break
+        kept_ids = {hit.id for hit in kept}
+        return kept, [hit.id for hit in results if hit.id not in kept_ids], reason
+
+
+_HIT_FIELDS = set(RecallHit.model_fields) - {"score", "relevance", "outdated_by", "stale", "changed", "source_of"}
+
+
+def _hit(memory: Memory, changed: list[str], ranked: Ranked | None = None, source_of: str | None = None) -> RecallHit:
+    return RecallHit(
+        **memory.model_dump(include=_HIT_FIELDS),
+        score=round(ranked.score, 6) if ranked else None,
+        relevance=round(ranked.relevance, 4) if ranked else None,
+        outdated_by=ranked.outdated_by if ranked else None,
+        stale=bool(changed),
+        changed=changed,
+        source_of=source_of,
+    )
+
+
+def _explained(ranked: Ranked, fate: Fate, collapsed_into: str | None = None) -> ExplainedHit:
+    memory, sources = ranked.memory, ranked.sources
+    return ExplainedHit(
+        **memory.model_dump(include={"id", "text", "kind", "tags", "session", "created_at", "pinned", "superseded_by"}),
+        outdated_by=ranked.outdated_by,
+        dense=sources.dense,
+        dense_rank=sources.dense_rank,
+        bm25=sources.bm25,
+        bm25_rank=sources.bm25_rank,
+        coverage=sources.coverage,
+        relevance=ranked.relevance,
+        fused=sources.fused,
+        boosts=dict(sources.boosts),
+        score=ranked.score,
+        fate=fate,
+        collapsed_into=collapsed_into,
+    )
+
+
+def render_results(results: list[RecallHit]) -> str:
+    return "\n\n".join(render_hit(hit) for hit in results)
