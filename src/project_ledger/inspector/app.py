@@ -195,7 +195,7 @@ class Inspector:
                 lambda: self.ledger.context(
                     text(query, "q"),
                     whole(query, "budget", DEFAULT_CONTEXT_TOKENS, "token budget"),
-                    text(query, "session"),
+                    session=text(query, "session"),
                     record_access=False,
                 )
             )

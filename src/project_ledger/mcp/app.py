@@ -41,7 +41,8 @@ from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.mcp.roots import ClientRoots
 from project_ledger.memory.context_sections import render_memory
 from project_ledger.memory.gist_sampling import SamplingFailed, Writer
-from project_ledger.memory.service import LedgerService, render_results, version
+from project_ledger.memory.recall import render_results
+from project_ledger.memory.service import LedgerService, version
 from project_ledger.models import (
     Ack,
     ContextResult,
@@ -159,8 +160,11 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store a memory in the project's ledger. It survives restarts and comes back through recall."""
         result = await self._call(
-            lambda ledger: ledger.remember(text, kind, tags, session, role, files, symbols, pinned, supersedes)
-        )
+            lambda ledger: ledger.remember(
+                text, kind=kind, tags=tags, session=session, role=role, files=files, symbols=symbols, pinned=pinned,
+                supersedes=supersedes,
+            )
+        )  # fmt: skip
         if result.created:
             text = f"remembered as {result.id}"
         elif result.similarity is not None:
@@ -198,8 +202,9 @@ class LedgerTools:
         """Search the project's memories (hybrid: meaning plus exact words), or fetch them by id. Best matches
         first; nothing under the relevance floor. Stale results say which code changed since they were stored."""
         result = await self._call(lambda ledger: ledger.recall(
-            query, k, list(kinds) if kinds else None, tags, session, since, until, include_superseded,
-            token_budget, current_session, min_relevance, expand, ids,
+            query, k=k, kinds=list(kinds) if kinds else None, tags=tags, session=session, since=since, until=until,
+            include_superseded=include_superseded, token_budget=token_budget, current_session=current_session,
+            min_relevance=min_relevance, expand=expand, ids=ids,
         ))  # fmt: skip
         header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
         body = render_results(result.results) if result.results else "No relevant memory."
@@ -213,7 +218,7 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, ContextResult]:
         """Everything relevant in one block within token_budget: project context, pins, memories and code
         for the query, recent turns. Says what was left out and how to get it."""
-        result = await self._call(lambda ledger: ledger.context(query, token_budget, session))
+        result = await self._call(lambda ledger: ledger.context(query, token_budget, session=session))
         return self._answer(result, result.text)
 
     async def history(self, id: MemoryId) -> Annotated[CallToolResult, HistoryResult]:
@@ -246,7 +251,7 @@ class LedgerTools:
         """Write or roll forward a session's gist: current decisions, definitions, constraints, open questions
         and todos, each line citing the memories it came from. Uses your model (sampling) when offered."""
         writer, why_not = self._writer(ctx)
-        result = await self._call(lambda ledger: ledger.summarize_session(session, max_tokens, writer, why_not))
+        result = await self._call(lambda ledger: ledger.summarize_session(session, max_tokens, writer=writer, why_not=why_not))
         header = f"gist {result.id} of session {session} ({result.method}, {result.bullets} lines, {result.tokens} tokens)"
         extras = [
             "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "",
@@ -273,7 +278,9 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, FindSymbolResult]:
         """Where a function, class, method or constant is defined: file, lines, signature and docstring.
         Tries the exact name, the exact qualified name, case-insensitive, then prefix."""
-        result = await self._call(lambda ledger: ledger.require_code().find_symbol(name, kind, language, path, limit))
+        result = await self._call(
+            lambda ledger: ledger.require_code().find_symbol(name, kind=kind, language=language, path=path, limit=limit)
+        )
         header = f"{len(result.symbols)} definitions ({result.matched_by})" + (f"; {result.note}" if result.note else "")
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
 
@@ -285,7 +292,7 @@ class LedgerTools:
         path: Annotated[str | None, Field(description="Only under this file or directory.")] = None,
     ) -> Annotated[CallToolResult, SearchCodeResult]:
         """Find code symbols by meaning and by identifier words (hybrid search). Best first."""
-        result = await self._call(lambda ledger: ledger.require_code().search_code(query, k, language, path))
+        result = await self._call(lambda ledger: ledger.require_code().search_code(query, k, language=language, path=path))
         header = f"{len(result.results)} symbols ({result.mode})" + (f"; {result.note}" if result.note else "")
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
 
