@@ -22,6 +22,7 @@ from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import FusionParams, coverage, fuse, relevance
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
+from project_ledger.worker import Opening, RunAgain, Worker
 
 log = logging.getLogger(__name__)
 
@@ -70,71 +71,52 @@ class CodeSearch:
         self._embedder = embedder
         self._encoder: SparseEncoder | None = None
         self._index: SearchIndex | None = None
-        self._error: str | None = None
-        self._opened = threading.Event()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._pending: tuple[int, int] | None = None  # (code revision, symbols without a vector then)
+        self._worker = Worker(
+            "ledger-code-search",
+            [self._step],
+            poll_seconds=POLL_SECONDS,
+            opening=Opening(
+                open=self._open, close=self._close, what="open the code search index", retry_seconds=RETRY_OPEN_SECONDS
+            ),
+        )
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="ledger-code-search", daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._worker.stop(timeout=30)
+
+    def kick(self) -> None:
+        self._worker.wake()
+
+    @property
+    def is_open(self) -> bool:
+        return self._worker.wait_opened(0) and self._index is not None
+
+    def open_now(self) -> None:
+        """Open and catch up in the calling thread (the CLI's way); a failure is reported by `search`."""
+        self._worker.open_now()
+
+    def _open(self) -> None:
+        with self._lock:
+            self._encoder = SparseEncoder()
+            self._index = self._open_index()
+            self._verify(self._index)
+
+    def _close(self) -> None:
+        """Give the index's slot back: after a failed open, before the retry, and at stop."""
         with self._lock:
             if self._index is not None:
                 self._index.close()
                 self._index = None
 
-    def kick(self) -> None:
-        self._wake.set()
-
-    @property
-    def is_open(self) -> bool:
-        return self._opened.is_set() and self._index is not None
-
-    def open_now(self) -> None:
-        """Open and catch up in the calling thread (the CLI's way); a failure is reported by `search`."""
-        self._open()
-
-    def _open(self) -> bool:
-        try:
-            with self._lock:
-                self._encoder = SparseEncoder()
-                self._index = self._open_index()
-                self._verify(self._index)
-                self._error = None
-                return True
-        except Exception as exc:
-            self._error = f"{type(exc).__name__}: {exc}"
-            log.error("code search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._error)
-            if self._index is not None:
-                self._index.close()
-                self._index = None
-            return False
-        finally:
-            self._opened.set()
-
-    def _run(self) -> None:
-        while not self._open():
-            if self._stop.wait(RETRY_OPEN_SECONDS):
-                return
-        while not self._stop.is_set():
-            try:
-                with self._lock:
-                    self._catch_up()
-                if self.embed_some():
-                    continue  # more to embed: no pause
-            except Exception:
-                log.exception("code search step failed; retrying")
-            self._wake.wait(POLL_SECONDS)
-            self._wake.clear()
+    def _step(self) -> RunAgain | None:
+        """Catch up, then embed one batch; with more to embed, the next round follows at once."""
+        with self._lock:
+            self._catch_up()
+        return RunAgain() if self.embed_some() else None
 
     def _verify(self, index: SearchIndex) -> None:
         """Rebuild an index that is ahead of the tables (a new journal) or holds the wrong number of points."""
@@ -184,10 +166,10 @@ class CodeSearch:
         return len(pending)
 
     def _ready_index(self) -> SearchIndex:
-        if not self._opened.wait(30):
+        if not self._worker.wait_opened(30):
             raise IndexUnavailable("the code search index is still opening; retry in a few seconds")
         if self._index is None:
-            raise IndexUnavailable(f"the code search index could not be opened ({self._error}); find_symbol still works")
+            raise IndexUnavailable(f"the code search index could not be opened ({self.error}); find_symbol still works")
         return self._index
 
     def search(
@@ -234,7 +216,8 @@ class CodeSearch:
 
     @property
     def error(self) -> str | None:
-        return self._error
+        """Why the index could not be opened; None once open."""
+        return self._worker.open_error
 
 
 def _doc(change: SymbolChange, encoder: SparseEncoder) -> SymbolDoc:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.source_files import SKIPPED_DIRS
+from project_ledger.worker import Opening, RunAgain, Worker
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +36,40 @@ class CodeWatcher:
         self.root = root
         self.indexer = indexer
         self.on_update = on_update
-        self.state: Literal["running", "off", "failed"] = "off"
         self._pending: set[str] = set()
         self._first_event = 0.0
         self._last_event = 0.0
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._observer: Any = None
         self._handler: Any = None
         self._watches: dict[str, Any] = {}  # top-level directory name -> its recursive watch
-        self._thread: threading.Thread | None = None
+        self._worker = Worker(
+            "ledger-code-watch",
+            [self._reindex_when_quiet],
+            poll_seconds=None,  # the observer wakes it with each event
+            opening=Opening(
+                open=self._start_observer,
+                close=self._stop_observer,
+                what="start the file watcher",
+                retry_seconds=None,
+                meanwhile="the code index updates on restart or `project-ledger index`",
+            ),
+        )
+
+    @property
+    def state(self) -> Literal["running", "off", "failed"]:
+        state = self._worker.status().state
+        return "running" if state == "paused" else state  # it still watches; only re-indexing waits for the disk
 
     def start(self) -> None:
+        """Start watching, in the calling thread: `state` says at once whether it could."""
+        if self._worker.open_now():
+            self._worker.start()
+
+    def stop(self) -> None:
+        self._worker.stop(timeout=10)
+
+    def _start_observer(self) -> None:
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 
@@ -63,30 +85,18 @@ class CodeWatcher:
                 if getattr(event, "dest_path", ""):
                     watcher._record(event.dest_path)
 
-        try:
-            self._observer = Observer()
-            self._handler = Handler()
-            self._observer.schedule(self._handler, str(self.root), recursive=False)
-            for entry in sorted(self.root.iterdir()):
-                self._watch_top_level(entry.name)
-            self._observer.start()
-        except Exception as exc:  # e.g. the inotify watch limit
-            self.state = "failed"
-            log.error("file watcher could not start (%s); the code index updates on restart or `project-ledger index`", exc)
-            return
-        self.state = "running"
-        self._thread = threading.Thread(target=self._run, name="ledger-code-watch", daemon=True)
-        self._thread.start()
+        self._observer = Observer()
+        self._handler = Handler()
+        self._observer.schedule(self._handler, str(self.root), recursive=False)
+        for entry in sorted(self.root.iterdir()):
+            self._watch_top_level(entry.name)
+        self._observer.start()  # e.g. the inotify watch limit fails it here
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
+    def _stop_observer(self) -> None:
         if self._observer is not None:
             self._observer.stop()
-            self._observer.join(timeout=5)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self.state = "off"
+            if self._observer.is_alive():  # one that failed to start has no thread to join
+                self._observer.join(timeout=5)
 
     def _watch_top_level(self, name: str) -> None:
         """Watch a top-level directory recursively (once), unless it is a skipped one or a symlink."""
@@ -117,33 +127,24 @@ class CodeWatcher:
                 self._first_event = now
             self._pending.add(rel)
             self._last_event = now
-        self._wake.set()
+        self._worker.wake()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            while not self._stop.is_set():
-                with self._lock:
-                    if not self._pending:
-                        break
-                    now = time.monotonic()
-                    ready = now - self._last_event >= QUIET_SECONDS or now - self._first_event >= MAX_DELAY_SECONDS
-                    paths = self._pending if ready else set()
-                    first = self._first_event
-                    if ready:
-                        self._pending = set()
-                if not paths:
-                    time.sleep(QUIET_SECONDS / 3)
-                    continue
-                try:
-                    started = time.monotonic()
-                    if self.indexer.update_paths(paths):
-                        self.indexer.scan()  # an ignore file changed
-                    log.debug(
-                        "re-indexed %d paths in %.3fs, %.3fs after the first event",
-                        len(paths), time.monotonic() - started, time.monotonic() - first,
-                    )
-                    self.on_update(paths)
-                except Exception:
-                    log.exception("re-indexing %d changed paths failed", len(paths))
+    def _reindex_when_quiet(self) -> RunAgain | None:
+        """Re-index the changed paths once events have been quiet for QUIET_SECONDS, or a burst has lasted
+        MAX_DELAY_SECONDS; until then, ask to run again when that moment comes (a new event wakes it sooner)."""
+        with self._lock:
+            if not self._pending:
+                return None
+            wait = min(self._last_event + QUIET_SECONDS, self._first_event + MAX_DELAY_SECONDS) - time.monotonic()
+            if wait > 0:
+                return RunAgain(wait)
+            paths, first, self._pending = self._pending, self._first_event, set()
+        started = time.monotonic()
+        if self.indexer.update_paths(paths):
+            self.indexer.scan()  # an ignore file changed
+        log.debug(
+            "re-indexed %d paths in %.3fs, %.3fs after the first event",
+            len(paths), time.monotonic() - started, time.monotonic() - first,
+        )  # fmt: skip
+        self.on_update(paths)
+        return None

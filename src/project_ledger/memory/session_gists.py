@@ -10,19 +10,19 @@ the previous one, which stays as history.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from project_ledger.errors import InvalidArgument, LedgerError, MemoryForgotten
+from project_ledger.errors import InvalidArgument, LedgerError, MemoryForgotten, StorageError
 from project_ledger.memory import gist_sampling
 from project_ledger.memory.gist import Material, extractive, fit, header, origin
 from project_ledger.memory.gist_sampling import SamplingFailed, Writer
 from project_ledger.models import GistResult, GistStatus, Memory
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
+from project_ledger.worker import RunAgain, Worker
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +49,12 @@ class SessionGists:
         self.params = params
         self._changed = changed  # tells the index to catch up
         self._write_lock = threading.Lock()  # one gist at a time: each supersedes the one before
-        self._pending: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._queued: set[str] = set()
+        # Sessions waiting for a background gist, oldest first; one leaves only once its gist is written.
+        self._queued: dict[str, None] = {}
         self._queue_lock = threading.Lock()
-        self._worker: threading.Thread | None = None
+        # Started with the first long session. Closing finishes what is queued: a CLI call that just
+        # crossed the threshold still leaves its gist behind.
+        self._worker = Worker("ledger-gists", [self._gist_next], poll_seconds=None, drain=True)
 
     def material(self, session: str) -> Material:
         memories = self.journal.session_memories(session)
@@ -147,30 +149,35 @@ class SessionGists:
         with self._queue_lock:
             if session in self._queued:
                 return
-            self._queued.add(session)
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._run, name="ledger-gists", daemon=True)
-                self._worker.start()
-        self._pending.put(session)
+            self._queued[session] = None
+        self._worker.start()
+        self._worker.wake()
 
-    def _run(self) -> None:
-        while (session := self._pending.get()) is not None:
-            try:
-                self._summarize(session, self.params.background_tokens, None, None, background=True)
-            except _AlreadyCurrent:
-                pass
-            except LedgerError as exc:
-                log.warning("background gist of session %s failed: %s", session, exc)
-            except Exception:  # the worker must outlive any one session's failure
-                log.exception("background gist of session %s failed", session)
-            finally:  # only now: turns that arrive meanwhile must not queue a second gist of what this one covers
-                with self._queue_lock:
-                    self._queued.discard(session)
+    def _gist_next(self) -> RunAgain | None:
+        """Write the oldest queued session's gist; with more queued, the next round follows at once."""
+        with self._queue_lock:
+            session = next(iter(self._queued), None)
+        if session is None:
+            return None
+        try:
+            self._summarize(session, self.params.background_tokens, None, None, background=True)
+        except _AlreadyCurrent:
+            pass
+        except StorageError:  # a full or read-only disk: the worker pauses and says so, once
+            raise
+        except LedgerError as exc:
+            log.warning("background gist of session %s failed: %s", session, exc)
+        except Exception as exc:  # the worker logs it and carries on with the next session
+            exc.add_note(f"background gist of session {session}")
+            raise
+        finally:  # only now: turns that arrive meanwhile must not queue a second gist of what this one covers
+            with self._queue_lock:
+                del self._queued[session]
+        with self._queue_lock:
+            return RunAgain() if self._queued else None
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._pending.put(None)
-            self._worker.join(timeout=5)
+        self._worker.stop(timeout=5)
 
     # -- reading -------------------------------------------------------------------
 

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from project_ledger.errors import IndexUnavailable, LedgerError, StorageError
+from project_ledger.errors import IndexUnavailable, LedgerError
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage
-from project_ledger.search.index import Candidates, Compactable, DiskNearlyFull, IndexDoc, SearchFilter, SearchIndex
+from project_ledger.search.index import Candidates, Compactable, IndexDoc, SearchFilter, SearchIndex
 from project_ledger.search.sparse import SparseEncoder
 from project_ledger.storage.journal import Change, Journal
+from project_ledger.worker import Opening, Worker
 
 log = logging.getLogger(__name__)
 
@@ -94,36 +95,57 @@ class IndexSync:
         self.embedder = embedder
         self._encoder: SparseEncoder | None = None
         self._index: SearchIndex | None = None
-        self._open_error: str | None = None
-        self._opened = threading.Event()
         self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._model_settled = threading.Event()
-        self._thread: threading.Thread | None = None
         self._compaction: _Compaction | None = None
         self._compaction_failed_at: float | None = None
         self._forgets_seen = -1
         self._forgets_changed_at = 0.0
-        self.events: list[str] = []
-        self._paused = False  # background writes are waiting for the disk
+        self.events: list[str] = []  # the index's own, and the worker's pauses: one history for status
+        self._worker = Worker(
+            "ledger-index",
+            [self._embed_backlog, self.catch_up, self._tend_compaction, self._purge_wal],
+            poll_seconds=POLL_SECONDS,  # other processes' writes raise no event here: poll the journal for them
+            opening=Opening(
+                open=self._open,
+                close=self._close,
+                what="open the search index",
+                retry_seconds=RETRY_OPEN_SECONDS,
+                then=self._load_model,  # searches answer on BM25 while the model loads
+            ),
+            events=self.events,
+        )
 
     # -- lifecycle -------------------------------------------------------------
 
     def start(self) -> None:
         """Open the index and start the worker in the background; returns at once."""
-        self._thread = threading.Thread(target=self._run, name="ledger-index", daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def open_now(self) -> None:
         """Open and catch up in the calling thread (the CLI's way)."""
-        self._open()
+        self._worker.open_now()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._worker.stop(timeout=30)
+
+    def wait_for_model(self, timeout: float) -> None:
+        """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
+        self._model_settled.wait(timeout)
+
+    def kick(self) -> None:
+        """Something was written: embed and index it soon."""
+        self._worker.wake()
+
+    def _open(self) -> None:
+        with self._lock:
+            self._encoder = SparseEncoder()
+            self._index = self._open_index()
+            self.events.extend(self._index.events)
+            self._verify(self._index)
+
+    def _close(self) -> None:
+        """Give the index's slot back (after a failed open, before the retry; and at stop), ending any compaction."""
         with self._lock:
             if self._compaction is not None:
                 self._compaction.process.kill()
@@ -133,75 +155,29 @@ class IndexSync:
                 self._index.close()
                 self._index = None
 
-    def wait_for_model(self, timeout: float) -> None:
-        """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
-        self._model_settled.wait(timeout)
-
-    def kick(self) -> None:
-        """Something was written: embed and index it soon."""
-        self._wake.set()
-
-    def _open(self) -> None:
-        try:
-            with self._lock:
-                self._encoder = SparseEncoder()
-                self._index = self._open_index()
-                self._open_error = None
-                self.events.extend(self._index.events)
-                self._verify(self._index)
-        except Exception as exc:
-            self._open_error = f"{type(exc).__name__}: {exc}"
-            log.error("search index could not be opened (retrying every %.0fs): %s", RETRY_OPEN_SECONDS, self._open_error)
-            if self._index is not None:  # opened but not usable: give its slot back before the retry
-                self._index.close()
-                self._index = None
-        finally:
-            self._opened.set()
-
-    def _run(self) -> None:
-        self._open()
+    def _load_model(self) -> None:
         self.embedder.load()
         self._model_settled.set()
-        last_open_attempt = time.monotonic()
-        while not self._stop.is_set():
-            if self._index is None:
-                if time.monotonic() - last_open_attempt >= RETRY_OPEN_SECONDS:
-                    last_open_attempt = time.monotonic()
-                    self._open()
-            else:
-                waiting: str | None = None
-                for step in (self._embed_backlog, self.catch_up, self._tend_compaction, self._journal.purge_wal):
-                    try:
-                        step()
-                    except (DiskNearlyFull, StorageError) as exc:  # a full or read-only disk: wait, quietly
-                        waiting = str(exc)
-                    except Exception:  # one failing step must not starve the others
-                        log.exception("background step %s failed; retrying", getattr(step, "__name__", step))
-                self._pause(waiting)
-            self._wake.wait(POLL_SECONDS)
-            self._wake.clear()
 
-    def _pause(self, reason: str | None) -> None:
-        """Record when background writes start waiting for the disk (`reason`), and when a whole round succeeds again."""
-        if (reason is not None) == self._paused:
-            return
-        self._paused = reason is not None
-        self.events.append(f"background writes paused: {reason}" if reason is not None else "background writes resumed")
-        log.warning(self.events[-1])
+    # -- the worker's steps: each round, after a kick or once a second -----------------
 
     def _embed_backlog(self) -> None:
-        while not self._stop.is_set() and self.embed_missing(EMBED_BATCH):
+        while not self._worker.stopping and self.embed_missing(EMBED_BATCH):
             self.catch_up()
+
+    def _purge_wal(self) -> None:
+        """A purge that another process's reader holds back is simply tried again next round."""
+        self._journal.purge_wal()
 
     # -- searching and catching up -----------------------------------------------
 
     def index(self, timeout: float = 60.0) -> SearchIndex:
         """The open index, waiting for the start-up open if it is still running."""
-        if not self._opened.wait(timeout):
+        if not self._worker.wait_opened(timeout):
             raise IndexUnavailable("the search index is still opening; retry in a few seconds")
         if self._index is None:
             raise IndexUnavailable(
-                f"the search index could not be opened ({self._open_error}); the journal is intact and the server "
+                f"the search index could not be opened ({self._worker.open_error}); the journal is intact and the server "
                 f"retries every {RETRY_OPEN_SECONDS:.0f}s. `project-ledger status` shows the cause."
             )
         return self._index
@@ -379,7 +355,7 @@ class IndexSync:
     # -- status ----------------------------------------------------------------------
 
     def state(self) -> Literal["opening", "ready", "failed"]:
-        if not self._opened.is_set():
+        if not self._worker.wait_opened(0):
             return "opening"
         return "ready" if self._index is not None else "failed"
 
@@ -392,4 +368,4 @@ class IndexSync:
 
     @property
     def open_error(self) -> str | None:
-        return self._open_error
+        return self._worker.open_error
