@@ -14,13 +14,13 @@ from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_pat
 from project_ledger.errors import IndexUnavailable, StorageError
 from project_ledger.maintenance.migration import Openers
 from project_ledger.maintenance.service import MaintenanceService, Services
-from project_ledger.memory.ranking import RankingParams
 from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
 from project_ledger.memory.validation import Limits
 from project_ledger.search.embedding import Embedder, create_embedder
 from project_ledger.search.file_lock import FileLock
 from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex
+from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter

@@ -19,9 +19,10 @@ from typing import Any
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
-from project_ledger.search.fusion import FusionParams, coverage, fuse, relevance
+from project_ledger.search.fusion import coverage, fuse, relevance
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
+from project_ledger.search.tuning import FusionParams
 from project_ledger.worker import Opening, RunAgain, Worker
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ class CodeSearch:
         return self._index
 
     def search(
-        self, query: str, language: str | None, path: str | None, k: int, fusion: FusionParams
+        self, query: str, *, language: str | None, path: str | None, k: int, fusion: FusionParams
     ) -> list[tuple[StoredSymbol, float, float]]:
         """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`)."""
         index = self._ready_index()

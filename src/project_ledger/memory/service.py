@@ -463,9 +463,6 @@ class LedgerService:
         pinned = self.journal.pinned()
         return "\n\n".join(render_memory(m) for m in pinned) or "No pinned memories. Pin one with the `pin` tool."
 
-    def reindex(self) -> int:
-        return self.sync.rebuild()
-
     def stale_memories(self) -> list[StaleMemory]:
         changes = self._anchor_changes(self.journal.anchors())
         return [StaleMemory(id=memory_id, changed=changed) for memory_id, changed in changes.items()][:MAX_STALE_LISTED]
