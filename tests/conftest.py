@@ -1,28 +1,60 @@
-"""Fixtures: a throwaway project, and `project-ledger serve` on it over stdio through the official MCP client.
+"""Fixtures: a throwaway project, and the ledger's MCP server on it, in memory or as `project-ledger serve`.
 
-Every contract test talks to a real server process: the real offline model, a
-real Qdrant Edge shard (or qdrant-client local mode) and a real SQLite journal.
-Nothing is mocked.
+Two ways to talk to a server, with the same `Ledger` helper:
+
+- `connect(project)`: the server built by `create_server` in this process, over the MCP SDK's in-memory
+  transport (the same initialize handshake and JSON-RPC messages as stdio), on a ledger that shares this test
+  process's one loaded embedding model. Most tests use it.
+- `serve(project)`: `project-ledger serve` in a subprocess over stdio, for tests where the process is the
+  point: stdio framing, kill -9, the file watcher, two processes on one project, a server process recovering
+  from a read-only or full disk.
+
+Both use the real offline model, a real Qdrant Edge shard (or qdrant-client local mode) and a real SQLite
+journal. Nothing is mocked. For finer-grained tests there is the fixture chain `settings` -> `ledger` ->
+`client` (an `mcp.Client` on `create_server(settings, ledger=ledger)`).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from project_ledger.config import Settings
+from project_ledger.search.embedding import DEFAULT_MODEL, Embedder, create_embedder
+
+if TYPE_CHECKING:
+    from project_ledger.memory.service import LedgerService
+
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
+# Read by `Settings` from the environment besides the LEDGER_* variables (see config.py).
+UNPREFIXED = ("QDRANT_URL", "QDRANT_API_KEY")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The server ignores the SDK's deprecation of sampling and roots (mcp/app.py, mcp/roots.py: today's clients
+    negotiate protocols before it). Those filters are set once, at import, which is all a server process needs; in
+    this process pytest puts `filterwarnings = error` back in front of them for every test, so they are repeated
+    here, after it."""
+    for feature in ("sampling", "roots"):
+        config.addinivalue_line(
+            "filterwarnings", f"ignore:.*{feature} capability is deprecated:mcp.shared.exceptions.MCPDeprecationWarning"
+        )
 
 
 @pytest.fixture
@@ -49,12 +81,85 @@ class Project:
             command=EXECUTABLE, args=["serve", "--root", str(self.root)], env=self.server_env(), cwd=str(self.root)
         )
 
+    def settings(self, **overrides: Any) -> Settings:
+        """The `Settings` that `serve --root <root>` builds from this project's `env`, plus `overrides`."""
+        return settings_from(self.env, root=self.root, **overrides)
+
+
+def settings_from(env: dict[str, str], **overrides: Any) -> Settings:
+    """The `Settings` a server process started with the environment `env` builds, plus `overrides`.
+
+    Such a process sees only `env` (and the SDK's allow-listed variables), so any LEDGER_* variable of this test
+    process is hidden while they are read; os.environ is as it was afterwards.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith("LEDGER_") or name in UNPREFIXED:
+                patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        return Settings(**overrides)
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     root = tmp_path / "repo"
     root.mkdir()
     return Project(root)
+
+
+@functools.cache
+def shared_embedder() -> Embedder:
+    """The bundled offline model, loaded at most once per test process and shared by every in-memory ledger."""
+    cache = Path(tempfile.mkdtemp(prefix="ledger-test-model-"))
+    atexit.register(shutil.rmtree, cache, True)
+    return create_embedder(None, None, cache, None)
+
+
+def embedder_for(settings: Settings) -> Embedder | None:
+    """The shared model when `settings` ask for the default one; otherwise None, so the ledger makes its own."""
+    default = settings.embed_model in (None, DEFAULT_MODEL) and not (settings.embed_model_path or settings.embed_threads)
+    return shared_embedder() if default else None
+
+
+def open_project_ledger(settings: Settings) -> LedgerService:
+    from project_ledger.factory import open_ledger  # imported on use: the unit tests need none of the service
+
+    assert settings.root is not None
+    return open_ledger(settings, settings.root, embedder=embedder_for(settings))
+
+
+def in_memory_client(settings: Settings, ledger: LedgerService, **client_options: Any) -> Client:
+    """An MCP client for a server on `ledger`, through the SDK's in-memory transport with the initialize handshake
+    a stdio client makes (`mode="legacy"`). The server starts the ledger, and closes it when the client does."""
+    from project_ledger.mcp.app import create_server
+
+    assert settings.root is not None
+    return Client(create_server(settings, settings.root, ledger=ledger), mode="legacy", raise_exceptions=True, **client_options)
+
+
+@pytest.fixture
+def settings(project: Project) -> Settings:
+    """A throwaway project's settings: data under tmp_path, the file watcher off."""
+    return project.settings(watch=False)
+
+
+@pytest.fixture
+def ledger(settings: Settings) -> Iterator[LedgerService]:
+    """The service on `settings`, opened (not started) with the shared model. Closed at the end; closing
+    again after a server has closed it is harmless."""
+    service = open_project_ledger(settings)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+@pytest.fixture
+async def client(settings: Settings, ledger: LedgerService) -> AsyncIterator[Client]:
+    """An MCP client connected in memory to a server on `ledger` (which the server starts, and closes at its end)."""
+    async with in_memory_client(settings, ledger) as connected:
+        yield connected
 
 
 class Ledger:
@@ -106,6 +211,23 @@ async def serve(project: Project, **client_options: Any) -> AsyncIterator[Ledger
     async with stdio_client(project.params()) as (read, write), ClientSession(read, write, **client_options) as session:
         init = await session.initialize()
         yield Ledger(session, init.instructions)
+
+
+@asynccontextmanager
+async def connect(project: Project, *, watch: bool = False, **client_options: Any) -> AsyncIterator[Ledger]:
+    """`serve(project)` without the process: the same server, built in this process from the settings `project.env`
+    gives, over the in-memory transport with the same initialize handshake. The file watcher is off unless `watch`
+    (or LEDGER_WATCH in `project.env`) turns it on. `client_options`, such as a `sampling_callback`, go to the
+    SDK's `Client`. The ledger closes when the server does, as a process's would at exit."""
+    settings = project.settings() if "LEDGER_WATCH" in project.env else project.settings(watch=watch)
+    service = open_project_ledger(settings)
+    try:
+        client = in_memory_client(settings, service, **client_options)
+    except BaseException:
+        service.close()
+        raise
+    async with client:
+        yield Ledger(client.session, client.instructions)
 
 
 def journal_bytes(project: Project) -> bytes:
