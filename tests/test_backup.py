@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Project, cli, journal_bytes, run_cli, serve
+from .conftest import Project, cli, connect, journal_bytes, run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +26,7 @@ async def fill(project: Project) -> dict[str, str]:
     """A ledger that uses every field: tags, sessions, roles, pins, a supersession, code links, captured
     children, a gist citing its sources, access counts and a forgotten memory."""
     (project.root / "billing.py").write_text("def charge(customer_id: str, cents: int) -> None:\n    pass\n")
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         old = await ledger.remember("Invoices are sent on the 1st.", kind="decision", tags=["billing"])
         new = await ledger.call("remember", text="Invoices are sent on the 3rd business day.", kind="decision", supersedes=old, pinned=True)
         linked = await ledger.call("remember", text="charge takes cents, never floats.", kind="constraint", files=["billing.py"])
@@ -60,7 +60,7 @@ async def test_an_export_imported_into_another_backend_and_back_is_the_same_ledg
     imported = cli(server, "import", str(tmp_path / "embedded.jsonl"), "--json")
     assert imported == {"added": len(first), "tombstones": 1, "forgotten": 0, "kept": 0, "redacted": 0}
     assert export_lines(server, tmp_path / "server.jsonl") == first
-    async with serve(server) as ledger:
+    async with connect(server) as ledger:
         status = await ledger.settled()
         assert status["index"]["backend"] == "qdrant-server" and status["forgotten"] == 1
         hits = await ledger.recall("when are invoices sent?")
@@ -73,7 +73,7 @@ async def test_an_export_imported_into_another_backend_and_back_is_the_same_ledg
 
     cli(back, "import", str(tmp_path / "server.jsonl"))
     assert export_lines(back, tmp_path / "back.jsonl") == first
-    async with serve(back) as ledger:
+    async with connect(back) as ledger:
         await ledger.settled()
         assert (await ledger.recall("when are invoices sent?"))[0]["id"] == ids["new"]
 
@@ -82,11 +82,11 @@ async def test_importing_a_later_backup_forgets_what_it_forgot_and_a_damaged_fil
     source, target = Project(tmp_path / "source"), Project(tmp_path / "target")
     for project in (source, target):
         project.root.mkdir()
-    async with serve(source) as ledger:
+    async with connect(source) as ledger:
         keep = await ledger.remember("Deploys go out on Tuesdays.")
         secret = await ledger.remember(SECRET_PLAN)
     cli(source, "export", str(tmp_path / "before.jsonl"))
-    async with serve(source) as ledger:
+    async with connect(source) as ledger:
         await ledger.call("forget", id=secret)
     cli(source, "export", str(tmp_path / "after.jsonl"))
 
@@ -95,7 +95,7 @@ async def test_importing_a_later_backup_forgets_what_it_forgot_and_a_damaged_fil
     assert cli(target, "import", str(tmp_path / "after.jsonl"), "--json") == {"added": 0, "tombstones": 0, "forgotten": 1, "kept": 1, "redacted": 0}
     assert SECRET_PLAN.encode() not in journal_bytes(target)
     assert cli(target, "import", str(tmp_path / "before.jsonl"), "--json")["kept"] == 2  # an old backup does not bring it back
-    async with serve(target) as ledger:
+    async with connect(target) as ledger:
         await ledger.settled()
         assert [hit["id"] for hit in await ledger.recall("deploy day", min_relevance=0)] == [keep]
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Project, serve
+from .conftest import Project, connect
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_bad_arguments_get_errors_that_say_what_to_do(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         kept = await ledger.remember("This memory must outlive every bad call below.")
 
         assert "empty" in await ledger.error("remember", text="   ")
@@ -45,7 +45,7 @@ async def test_bad_arguments_get_errors_that_say_what_to_do(project: Project) ->
     ids=["cjk", "emoji", "rtl", "control"],
 )
 async def test_unicode_round_trips_byte_for_byte(project: Project, text: str) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         memory = await ledger.remember(text, tags=["ünïcode", "标签"])
         hits = await ledger.recall(text, k=1)
     assert hits[0]["id"] == memory
@@ -54,7 +54,7 @@ async def test_unicode_round_trips_byte_for_byte(project: Project, text: str) ->
 
 
 async def test_cjk_memories_are_found_by_a_cjk_query(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         tokyo = await ledger.remember("東京のサーバーで本番データベースを運用する。")
         await ledger.remember("The production database runs in Frankfurt.")
         hits = await ledger.recall("東京のサーバー", k=1)
@@ -66,7 +66,7 @@ async def test_paths_stay_inside_the_project_root(project: Project, tmp_path: Pa
     outside.mkdir()
     (outside / "secrets.py").write_text("def leak() -> None:\n    pass\n")
     (project.root / "vendor").symlink_to(outside)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         refusals = {
             "..": await ledger.error("remember", text="Deploy notes.", files=["../elsewhere/secrets.py"]),
             "absolute": await ledger.error("remember", text="Deploy notes.", files=[str(outside / "secrets.py")]),
@@ -86,7 +86,7 @@ async def test_limits_are_settings_and_no_result_passes_the_cap(project: Project
         {"LEDGER_MAX_TAGS": "2", "LEDGER_MAX_LABEL_CHARS": "12", "LEDGER_MAX_K": "10", "LEDGER_MAX_RESULT_TOKENS": "2000"}
     )
     paragraph = " ".join(f"Region {n} keeps its invoices in bucket invoices-{n} with a 90-day lifecycle rule." for n in range(12))
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert "at most 2" in await ledger.error("remember", text="x", tags=["a", "b", "c"])
         assert "LEDGER_MAX_LABEL_CHARS" in await ledger.error("remember", text="x", tags=["thirteen-char"])
         assert "LEDGER_MAX_K" in await ledger.error("recall", query="invoices", k=11)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Project, cli, journal_bytes, run_cli, serve
+from .conftest import Project, cli, connect, journal_bytes, run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +17,7 @@ async def test_pin_history_and_forget_from_the_shell_show_up_for_the_agent(proje
     chain = cli(project, "history", second, "--json")
     assert [m["id"] for m in chain["chain"]] == [first, second] and chain["current"] == second
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert "exported as Parquet" in ledger.instructions, "a pin made in the shell reaches the next session"
 
     assert cli(project, "unpin", second) == f"unpinned {second}\n"
@@ -28,7 +28,7 @@ async def test_pin_history_and_forget_from_the_shell_show_up_for_the_agent(proje
 
     assert cli(project, "forget", secret, "--yes") == f"forgot {secret}\n"
     assert b"db-7.internal" not in journal_bytes(project)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert "Parquet" not in ledger.instructions
         assert "was forgotten" in await ledger.error("pin", id=secret)
 

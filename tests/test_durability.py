@@ -7,17 +7,17 @@ import shutil
 import anyio
 import pytest
 
-from .conftest import Project, cli, serve
+from .conftest import Project, cli, connect, serve
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_memories_survive_a_server_restart(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         memory = await ledger.remember("Feature flags are read from LaunchDarkly at boot.", kind="decision", tags=["flags"])
         await ledger.call("pin", id=memory)
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         hits = await ledger.recall("LaunchDarkly feature flags")
         assert hits[0]["id"] == memory
         assert hits[0]["tags"] == ["flags"] and hits[0]["pinned"] is True
@@ -26,13 +26,13 @@ async def test_memories_survive_a_server_restart(project: Project) -> None:
 
 async def test_a_deleted_index_folder_is_rebuilt_from_the_journal(project: Project) -> None:
     texts = [f"Service number {n} listens on port {8000 + n}." for n in range(20)]
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         ids = [await ledger.remember(text) for text in texts]
         await ledger.settled()
 
     shutil.rmtree(project.data_dir / "index")
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         status = await ledger.settled()
         assert status["index"]["indexed_rev"] == status["index"]["journal_rev"]
         hits = await ledger.call("recall", query="which port does service number 7 listen on?", k=1)
@@ -41,7 +41,7 @@ async def test_a_deleted_index_folder_is_rebuilt_from_the_journal(project: Proje
 
 
 async def test_a_damaged_shard_is_detected_and_rebuilt(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         memory = await ledger.remember("The nightly export runs at 02:00 UTC.")
         await ledger.settled()
 
@@ -49,7 +49,7 @@ async def test_a_damaged_shard_is_detected_and_rebuilt(project: Project) -> None
         if path.is_file():
             path.write_bytes(b"\0garbage")
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         status = await ledger.settled()
         assert any("rebuilt" in event for event in status["index"]["events"]), status["index"]["events"]
         assert (await ledger.recall("nightly export time"))[0]["id"] == memory
@@ -77,12 +77,12 @@ async def test_two_servers_on_one_project_both_write_and_see_every_write(project
                 hits = await ledger.recall(text, k=3)
                 assert memory_id in [hit["id"] for hit in hits], text
 
-    async with serve(project) as ledger:  # and after both are gone, everything is still there
+    async with connect(project) as ledger:  # and after both are gone, everything is still there
         assert (await ledger.call("status"))["counts"] == {"note": 50}
 
 
 async def test_the_cli_works_beside_a_running_server(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         server_id = await ledger.remember("Postgres major version is pinned to 16.", kind="decision")
         await ledger.settled()  # the server holds its index slot before the CLI looks for one
         cli_result = await anyio.to_thread.run_sync(
@@ -103,7 +103,7 @@ async def test_the_cli_works_beside_a_running_server(project: Project) -> None:
 
 
 async def test_reindex_rebuilds_on_demand(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         memory = await ledger.remember("Uploads larger than 25 MB are rejected with HTTP 413.")
         await ledger.settled()
         output = await anyio.to_thread.run_sync(lambda: cli(project, "reindex"))
@@ -117,7 +117,7 @@ async def test_reindex_rebuilds_on_demand(project: Project) -> None:
 
 async def test_without_a_loadable_model_recall_falls_back_to_bm25_and_says_why(project: Project) -> None:
     project.env["LEDGER_EMBED_MODEL_PATH"] = str(project.root / "no-model-here")
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         memory = await ledger.remember("Background jobs run on Dramatiq with Redis as the broker.")
         with anyio.fail_after(60):
             while (status := await ledger.call("status"))["embedding"]["state"] != "failed":

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import EXECUTABLE, Ledger, Project, serve
+from .conftest import EXECUTABLE, Ledger, Project, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -96,7 +96,7 @@ async def check_invariant(ledger: Ledger) -> None:
 
 
 async def test_generated_calls_to_every_tool_get_an_answer_and_leave_the_ledger_consistent(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         tools = {tool.name: tool.input_schema for tool in (await ledger.session.list_tools()).tools}
         KNOWN_IDS[:] = [await ledger.remember(f"Seed memory {n}: the cache TTL is {n * 10} seconds.", session="s1") for n in range(5)]
         outcomes = {"error": 0, "result": 0}

@@ -13,7 +13,7 @@ import pytest
 import tiktoken
 from mcp_types import INVALID_REQUEST, CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
-from .conftest import Ledger, Project, cli, journal_bytes, serve
+from .conftest import Ledger, Project, cli, connect, journal_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +27,7 @@ def squash(text: str) -> str:
 
 
 async def test_a_turn_yields_what_it_clearly_states_and_forgetting_the_turn_erases_it_all(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         turn = await ledger.call(
             "remember",
             text="Let's use Postgres 16 for the ledger tables. Card numbers must never be stored in them. "
@@ -95,7 +95,7 @@ async def replay(ledger: Ledger, sessions: list[dict[str, Any]], memories: list[
 async def test_extractive_gist_of_a_real_session_keeps_decisions_verbatim_and_rolls_forward(project: Project) -> None:
     project.env = {"LEDGER_CAPTURE": "false", "LEDGER_COMPACT_SESSION_TURNS": "40"}
     sessions, memories = conversation(2)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         stored = await replay(ledger, sessions, memories)
         # capture is off: no turn yields typed memories, not even t0025, "Let's just go with Celery and Redis as the broker."
         assert all(stored[t["id"]]["captured"] == [] for s in sessions for t in s["turns"])
@@ -173,7 +173,7 @@ class ScriptedModel:
 async def test_gists_written_through_sampling_are_validated_and_fall_back_when_the_client_cannot(project: Project) -> None:
     project.env = {"LEDGER_SAMPLING_TIMEOUT_SECONDS": "1", "LEDGER_SAMPLING_CHUNK_TOKENS": "500"}
     model = ScriptedModel()
-    async with serve(project, sampling_callback=model) as ledger:
+    async with connect(project, sampling_callback=model) as ledger:
         for n in range(14):
             text = f"Turn {n}: we looked at the invoice_lines export again and the nightly run took {n + 20} minutes on staging."
             await ledger.remember(text, kind="turn", session="s1", role="user" if n % 2 == 0 else "assistant")

@@ -26,7 +26,7 @@ import anyio
 import pytest
 from playwright.async_api import BrowserContext, Page, async_playwright
 
-from .conftest import EXECUTABLE, Ledger, Project, run_cli, serve
+from .conftest import EXECUTABLE, Ledger, Project, connect, run_cli
 
 # The module's tests share one project, inspector, browser and MCP client: keep them on one test worker.
 pytestmark = pytest.mark.xdist_group("inspector")
@@ -77,7 +77,7 @@ class Site:
 
 async def _seed(project: Project) -> dict[str, str]:
     """Store the memories through the MCP server, and wait until it has embedded and indexed them."""
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         ids = {"fixed": await ledger.remember("HTTP retries wait a fixed 1s between attempts", kind="decision", tags=["http"])}
         ids["backoff"] = await ledger.remember(
             "HTTP retries back off exponentially: 250ms, doubling up to 8s, then give up",
@@ -180,7 +180,7 @@ async def page(chromium: BrowserContext) -> AsyncIterator[Page]:
 @pytest.fixture(scope="module")
 async def agent(site: Site) -> AsyncIterator[Ledger]:
     """An MCP server on the same project, as the agent sees it."""
-    async with serve(site.project) as ledger:
+    async with connect(site.project) as ledger:
         yield ledger
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Project, journal_bytes, serve
+from .conftest import Project, connect, journal_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ DECISIONS = {
 
 
 async def test_recall_finds_a_memory_by_paraphrase_and_by_exact_identifier(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         ids = {name: await ledger.remember(text, kind="decision") for name, text in DECISIONS.items()}
         await ledger.settled()
 
@@ -36,7 +36,7 @@ async def test_recall_finds_a_memory_by_paraphrase_and_by_exact_identifier(proje
 
 
 async def test_remember_reports_a_duplicate_and_keeps_every_turn_of_a_conversation(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.settled()
         first = await ledger.call("remember", text="Use ruff for linting.", session="s1")
         again = await ledger.call("remember", text="Use ruff for linting.", session="s1")
@@ -52,7 +52,7 @@ async def test_remember_reports_a_duplicate_and_keeps_every_turn_of_a_conversati
 
 
 async def test_restating_a_memory_can_pin_it_and_a_retired_text_can_come_back(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         first = await ledger.remember("Use pnpm, not npm.", session="s1")
         again = await ledger.call("remember", text="Use pnpm, not npm.", session="s1", pinned=True)
         assert again["id"] == first and again["created"] is False
@@ -65,7 +65,7 @@ async def test_restating_a_memory_can_pin_it_and_a_retired_text_can_come_back(pr
 
 
 async def test_recall_filters_by_kind_tag_session_and_date(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         decision = await ledger.remember("Cache invoices for 60 seconds.", kind="decision", tags=["cache"], session="a")
         todo = await ledger.remember("Cache warmup script for invoices is missing.", kind="todo", tags=["ops"], session="b")
         assert [h["id"] for h in await ledger.recall("invoice cache", kinds=["todo"])] == [todo]
@@ -76,7 +76,7 @@ async def test_recall_filters_by_kind_tag_session_and_date(project: Project) -> 
 
 
 async def test_token_budget_keeps_whole_results_that_fit(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         for n in range(6):
             await ledger.remember(f"Release checklist item {n}: " + "verify the changelog and tag the commit. " * 8)
         full = await ledger.call("recall", query="release checklist", k=6)
@@ -91,25 +91,25 @@ async def test_token_budget_keeps_whole_results_that_fit(project: Project) -> No
 
 
 async def test_pin_and_unpin_show_in_instructions_and_the_pinned_resource(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         memory = await ledger.remember("Never push directly to main; open a pull request.", kind="decision")
         assert "Never push directly" not in await ledger.resource("ledger://pinned")
         assert await ledger.call("pin", id=memory) == {"id": memory, "ok": True}
         assert "Never push directly" in await ledger.resource("ledger://pinned")
 
-    async with serve(project) as ledger:  # instructions are sent at initialize: a new session sees the pin
+    async with connect(project) as ledger:  # instructions are sent at initialize: a new session sees the pin
         assert ledger.instructions is not None and memory in ledger.instructions
         assert "Never push directly to main" in ledger.instructions
         await ledger.call("unpin", id=memory)
         assert "Never push directly" not in await ledger.resource("ledger://pinned")
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert "Never push directly" not in (ledger.instructions or "")
 
 
 async def test_forget_erases_the_text_from_recall_and_from_the_journal_files(project: Project) -> None:
     secret = "The staging database password is hunter2-zebra-7781."
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         keep = await ledger.remember("Staging database lives on db-staging.internal.")
         gone = await ledger.remember(secret)
         await ledger.settled()
@@ -137,7 +137,7 @@ def files_containing(folder: Path, needle: bytes) -> list[Path]:
 
 
 async def test_forget_also_erases_the_vector_from_the_index_files(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.remember("Deploy keys rotate every 90 days.")
         gone = await ledger.remember("The legacy admin panel answers on port 9443 with a shared login.")
         await ledger.settled()
@@ -153,7 +153,7 @@ async def test_forget_also_erases_the_vector_from_the_index_files(project: Proje
 
 
 async def test_superseded_memories_are_hidden_unless_asked_for(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         old = await ledger.remember("Dashboard cache TTL is 5 minutes.", kind="decision")
         new = await ledger.remember("Dashboard cache TTL is now 60 seconds.", kind="decision", supersedes=old)
         assert [h["id"] for h in await ledger.recall("dashboard cache TTL")] == [new]
@@ -165,7 +165,7 @@ async def test_superseded_memories_are_hidden_unless_asked_for(project: Project)
 
 
 async def test_status_reports_paths_counts_and_model(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.remember("A note.")
         await ledger.remember("A decision.", kind="decision", pinned=True)
         status = await ledger.settled()

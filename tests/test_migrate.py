@@ -2,8 +2,9 @@
 through the real CLI, and real servers answer from the result.
 
 No Qdrant server runs here: `LEDGER_QDRANT_PATH` points the server backend (the same qdrant-client calls) at
-qdrant-client's local mode, which locks its folder to one process, so the folder is inspected only after
-the process using it has exited.
+qdrant-client's local mode, which locks its folder to one client, so the folder is inspected only after
+the server or command using it has closed it. The servers run in this process (`connect`); the migrations
+are the CLI's, in processes of their own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Project, cli, run_cli, serve
+from .conftest import Project, cli, connect, run_cli
 from .test_code_index import indexed
 
 pytestmark = pytest.mark.anyio
@@ -68,7 +69,7 @@ async def test_a_ledger_moves_to_a_server_and_back_into_another_data_directory(t
     project = Project(tmp_path / "repo")
     project.root.mkdir()
     (project.root / "billing.py").write_text(SOURCE)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         old = await ledger.remember("Invoices are sent on the 1st.", kind="decision", tags=["billing"])
         new = await ledger.call("remember", text="Invoices are sent on the 3rd business day.", kind="decision", supersedes=old, pinned=True)
         for text in NOTES:
@@ -107,7 +108,7 @@ async def test_a_ledger_moves_to_a_server_and_back_into_another_data_directory(t
     assert to_server["moved"] is None and to_server["data_dir"] == str(project.data_dir)
     assert to_server["next"] == {"set": {"LEDGER_QDRANT_PATH": str(qdrant), "LEDGER_QDRANT_COLLECTION_PREFIX": "team"}, "unset": []}
 
-    async with serve(on_server) as ledger:
+    async with connect(on_server) as ledger:
         status = await ledger.settled()
         assert status["index"]["backend"] == "qdrant-server" and status["index"]["location"].endswith(memories["name"])
         assert status["index"]["points"] == live and status["index"]["events"] == []  # used as built: no rebuild
@@ -132,7 +133,7 @@ async def test_a_ledger_moves_to_a_server_and_back_into_another_data_directory(t
     assert back["next"] == {"set": {"LEDGER_DATA_DIR": str(team_host)}, "unset": ["LEDGER_QDRANT_PATH"]}
     assert collections(qdrant) == {}
 
-    async with serve(Project(project.root, env={"LEDGER_DATA_DIR": str(team_host)})) as ledger:
+    async with connect(Project(project.root, env={"LEDGER_DATA_DIR": str(team_host)})) as ledger:
         status = await ledger.settled()
         assert status["index"]["backend"] == "qdrant-edge" and status["index"]["location"] == str(team_host / "index" / "edge-0")
         assert status["index"]["points"] == live and status["index"]["events"] == [] and status["forgotten"] == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Project, cli, serve
+from .conftest import Project, cli, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ QUERIES = [q["query"] for q in CORPUS["queries"] if set(q["relevant"]) <= {m["ke
 
 
 async def ranked_texts(project: Project) -> tuple[list[list[str]], dict]:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         for memory in MEMORIES:
             await ledger.remember(memory["text"], kind=memory["kind"], tags=memory["tags"], session=memory["session"])
         status = await ledger.settled()
@@ -56,16 +56,16 @@ async def test_the_server_backend_gives_the_same_results_as_the_embedded_one(tmp
 async def test_the_server_backend_persists_forgets_and_catches_up(tmp_path: Path) -> None:
     project = Project(tmp_path / "repo", env={"LEDGER_QDRANT_PATH": str(tmp_path / "qdrant-local")})
     project.root.mkdir()
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         keep = await ledger.remember("Invoices are numbered per tenant, starting at 1000.")
         gone = await ledger.remember("Temporary note: the invoice numbering bug is in numbering.py line 88.")
         await ledger.settled()
-    async with serve(project) as ledger:  # restarted: it must catch up with the forget below
+    async with connect(project) as ledger:  # restarted: it must catch up with the forget below
         await ledger.call("forget", id=gone)
         assert [h["id"] for h in await ledger.recall("invoice numbering")] == [keep]
         status = await ledger.settled()
         assert status["index"]["lag"] == 0 and status["index"]["points"] == 1
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         status = await ledger.settled()
         assert status["index"]["points"] == 1
         assert [h["id"] for h in await ledger.recall("invoice numbering")] == [keep]
@@ -83,7 +83,7 @@ async def test_code_search_on_the_server_backend_matches_the_embedded_one(tmp_pa
         project.root.mkdir()
         for language in languages:
             shutil.copytree(FIXTURES / language, project.root / "langs" / language)
-        async with serve(project) as ledger:
+        async with connect(project) as ledger:
             await indexed(ledger)
             with anyio.fail_after(300):
                 while (await ledger.call("status"))["code"]["pending_vectors"]:
@@ -116,7 +116,7 @@ async def test_a_collection_named_the_old_way_is_left_alone_and_the_new_one_buil
     client.close()
 
     project.env["LEDGER_QDRANT_PATH"] = str(qdrant)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         status = await ledger.settled()
         assert status["index"]["location"].endswith(f"collection {old}-memories") and status["index"]["points"] == 3
         assert (await ledger.recall(MEMORIES[0]["text"]))[0]["text"] == MEMORIES[0]["text"]

@@ -17,12 +17,13 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ListRootsResult, Root
 
-from .conftest import EXECUTABLE, Ledger
+from project_ledger.mcp.app import create_server
+
+from .conftest import EXECUTABLE, Ledger, settings_from
 
 pytestmark = pytest.mark.anyio
 
@@ -39,12 +40,14 @@ class Workspace:
 
 @asynccontextmanager
 async def serve_in(cwd: Path, home: Path, workspace: Workspace | None = None, **env: str) -> AsyncIterator[Ledger]:
-    """`project-ledger serve` with no --root, started in `cwd`, as a client that does (or does not) share roots."""
-    params = StdioServerParameters(command=EXECUTABLE, args=["serve"], env={"HOME": str(home), **env}, cwd=str(cwd))
+    """The server `project-ledger serve` with no --root builds when started in `cwd` with HOME=`home` and `env`,
+    built in this process (HOME is set for as long as it serves), as a client that does (or does not) share roots."""
     options: dict[str, Any] = {"list_roots_callback": workspace.list_roots} if workspace else {}
-    async with stdio_client(params) as (read, write), ClientSession(read, write, **options) as session:
-        init = await session.initialize()
-        yield Ledger(session, init.instructions)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        server = create_server(settings_from(env), cwd)
+        async with Client(server, mode="legacy", raise_exceptions=True, **options) as client:
+            yield Ledger(client.session, client.instructions)
 
 
 def git_project(path: Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Project, serve
+from .conftest import Project, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -19,7 +19,7 @@ CONTEXT = """# Project context
 
 
 async def test_without_project_context_the_instructions_say_how_to_create_it(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert ledger.instructions is not None
         assert "project_context.md.example" in ledger.instructions
         assert str(project.root / "project_context.md") in ledger.instructions
@@ -29,7 +29,7 @@ async def test_without_project_context_the_instructions_say_how_to_create_it(pro
 async def test_comments_in_project_context_are_for_its_editors_not_the_agent(project: Project) -> None:
     commented = "<!-- Keep this short: it is sent every session. -->\n" + CONTEXT + "<!-- TODO: add the glossary\n"
     (project.root / "project_context.md").write_text(commented)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert "Money is integer cents." in ledger.instructions
         assert "Keep this short" not in ledger.instructions and "glossary" not in ledger.instructions
         assert await ledger.resource("ledger://project-context") == commented, "the resource is the file as it is"
@@ -37,10 +37,10 @@ async def test_comments_in_project_context_are_for_its_editors_not_the_agent(pro
 
 async def test_project_context_and_pins_are_served_everywhere(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         pin = await ledger.remember("Staging deploys need a green nightly build.", kind="decision", pinned=True)
 
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         instructions = ledger.instructions or ""
         assert "Tests: `make test`" in instructions
         assert pin in instructions and "green nightly build" in instructions
@@ -52,7 +52,7 @@ async def test_project_context_and_pins_are_served_everywhere(project: Project) 
 
 async def test_the_project_context_resource_follows_edits_to_the_file(project: Project) -> None:
     (project.root / "project_context.md").write_text(CONTEXT)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         assert "integer cents" in await ledger.resource("ledger://project-context")
         (project.root / "project_context.md").write_text(CONTEXT + "- All timestamps are UTC.\n")
         assert "All timestamps are UTC." in await ledger.resource("ledger://project-context")
@@ -62,9 +62,9 @@ async def test_instructions_are_capped_and_say_what_was_cut(project: Project) ->
     lines = [f"- Convention {n}: handlers named verb_noun_{n} live in module area_{n} and log with logger_{n}." for n in range(400)]
     (project.root / "project_context.md").write_text("# Project context\n" + "\n".join(lines) + "\n")
     project.env["LEDGER_INSTRUCTIONS_TOKENS"] = "500"
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await ledger.remember("Pinned but there is no room for it.", pinned=True)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         instructions = ledger.instructions or ""
         import tiktoken
 

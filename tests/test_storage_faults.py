@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Ledger, Project, run_cli, serve
+from .conftest import Ledger, Project, connect, run_cli, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -72,7 +72,7 @@ async def test_a_full_disk_refuses_writes_clearly_and_recovers_when_space_is_fre
         filler.unlink()
         kept[await ledger.remember("Written once space was freed.")] = "Written once space was freed."
         await ledger.settled()
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await all_found(ledger, kept)
         assert (await ledger.recall("written once space was freed"))[0]["text"] == "Written once space was freed."
 
@@ -113,14 +113,14 @@ async def test_a_read_only_data_directory_is_named_as_the_cause_and_the_server_r
             await ledger.settled()
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         await all_found(ledger, kept)
         assert (await ledger.recall("written after the remount"))[0]["text"] == "Written after the remount."
 
 
 async def test_a_journal_locked_by_another_process_gives_a_clear_error_and_writes_resume(project: Project) -> None:
     project.env["LEDGER_JOURNAL_WAIT_SECONDS"] = "1.5"
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         kept = {await ledger.remember("Feature flags live in LaunchDarkly."): "Feature flags live in LaunchDarkly."}
         holder = subprocess.Popen(
             [
