@@ -1,7 +1,8 @@
 """Secrets never reach the disk: memories, imported exports and code symbols are redacted before they are stored.
 
 The fixture holds realistic fake secrets of every type (random, in each provider's format) with the exact text
-expected after redaction, and ordinary text that looks a little like secrets and must come back untouched.
+expected after redaction, and ordinary text that looks a little like secrets and must come back untouched. The
+first tests run `redact` (`text/redaction.py`) on them directly; the rest go through a server and the CLI.
 """
 
 from __future__ import annotations
@@ -12,11 +13,55 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Project, cli, serve
+from project_ledger.text.redaction import redact
+
+from .conftest import Project, cli, connect
 
 pytestmark = pytest.mark.anyio
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "secrets.json").read_text())
+
+
+@pytest.mark.parametrize("item", FIXTURE["secrets"], ids=[f"{n}-{item['type']}" for n, item in enumerate(FIXTURE["secrets"])])
+def test_a_secret_is_replaced_by_a_marker_of_its_type_and_the_text_around_it_stays(item: dict) -> None:
+    redacted = redact(item["text"])
+    assert redacted.text == item["redacted"]
+    assert item["type"] in redacted.found and item["secret"] not in redacted.text
+    assert redact(redacted.text).text is redacted.text  # redacting again changes nothing more
+
+
+@pytest.mark.parametrize("text", FIXTURE["clean"])
+def test_ordinary_text_comes_back_as_the_same_string(text: str) -> None:
+    redacted = redact(text)
+    assert redacted.text is text and redacted.found == {} and redacted.count == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "token: ghp_" + "x" * 36,
+        "api_key: ${OPENAI_API_KEY}",
+        "password = get_password()",
+        "token = token.strip()",
+        'sort_key = "name"',
+        "DATABASE_URL=postgres://postgres:postgres@localhost:5432/app",
+        "password: password1",
+        "passphrase: correct horse battery staple",
+    ],
+    ids=["masked-token", "template", "call", "method", "word", "local-default", "example-password", "passphrase"],
+)
+def test_placeholders_code_and_example_passwords_are_not_secrets(text: str) -> None:
+    assert redact(text).text is text
+
+
+def test_every_occurrence_is_replaced_and_counted_by_type() -> None:
+    url = "postgres://admin:s3cr3tP4ssw0rd9@db.internal"
+    redacted = redact(f"Primary {url}:5432/app, replica {url}:5433/app; STRIPE_KEY=sk_live_4eC39HqLyjWDarjtT1zdp7dc")
+    assert redacted.text == (
+        "Primary postgres://admin:[REDACTED:url_password]@db.internal:5432/app, "
+        "replica postgres://admin:[REDACTED:url_password]@db.internal:5433/app; STRIPE_KEY=[REDACTED:stripe_key]"
+    )
+    assert redacted.found == {"url_password": 2, "stripe_key": 1} and redacted.count == 3
 
 
 def ledger_bytes(project: Project) -> bytes:
@@ -25,7 +70,7 @@ def ledger_bytes(project: Project) -> bytes:
 
 
 async def test_every_kind_of_secret_is_redacted_before_it_is_stored_and_ordinary_text_is_not(project: Project) -> None:
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         stored: dict[str, dict] = {}
         for n, item in enumerate(FIXTURE["secrets"]):
             result = await ledger.call("remember", text=item["text"], tags=[f"case-{n}"])
@@ -50,7 +95,7 @@ async def test_code_symbols_are_redacted_and_redaction_can_be_turned_off(tmp_pat
         f'def upload(bucket: str) -> None:\n    """Uploads with the CI user\'s key {aws} (rotate it monthly)."""\n'
     )
     project = Project(tmp_path / "repo")
-    async with serve(project) as ledger:
+    async with connect(project) as ledger:
         with anyio.fail_after(60):
             while not (found := await ledger.call("find_symbol", name="upload"))["symbols"]:
                 await anyio.sleep(0.2)
@@ -60,7 +105,7 @@ async def test_code_symbols_are_redacted_and_redaction_can_be_turned_off(tmp_pat
     verbatim = Project(tmp_path / "verbatim", env={"LEDGER_REDACT_SECRETS": "false", "LEDGER_CODE_INDEX": "false"})
     verbatim.root.mkdir()
     item = next(item for item in FIXTURE["secrets"] if item["type"] == "github_token")
-    async with serve(verbatim) as ledger:
+    async with connect(verbatim) as ledger:
         result = await ledger.call("remember", text=item["text"])
         assert result["redacted"] == 0
         assert (await ledger.call("recall", ids=[result["id"]]))["results"][0]["text"] == item["text"]

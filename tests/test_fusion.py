@@ -1,0 +1,64 @@
+"""Fusing the dense and BM25 candidate lists (`search/fusion.py`): the arithmetic, ties, and absolute relevance."""
+
+from __future__ import annotations
+
+import pytest
+
+from project_ledger.search.fusion import coverage, fuse, positions, relevance
+from project_ledger.search.index import Candidates, Hit
+from project_ledger.search.sparse import SparseVec
+from project_ledger.search.tuning import FusionParams
+
+PARAMS = FusionParams(k=20, dense_weight=1.5, sparse_weight=1.0, candidates=50)
+
+
+def test_fusion_sums_each_lists_weight_over_k_plus_rank() -> None:
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8)], sparse=[Hit(2, 7.0), Hit(3, 5.0)])
+    fused = fuse(found, PARAMS, limit=10)
+    assert [hit.seq for hit in fused] == [2, 1, 3]  # found by both lists beats first in one
+    scores = {hit.seq: hit.score for hit in fused}
+    assert scores[1] == pytest.approx(1.5 / 20)
+    assert scores[2] == pytest.approx(1.5 / 21 + 1.0 / 20)
+    assert scores[3] == pytest.approx(1.0 / 21)
+
+
+def test_the_dense_weight_decides_between_two_lists_first_places() -> None:
+    found = Candidates(dense=[Hit(1, 0.9)], sparse=[Hit(2, 9.0)])
+    assert [hit.seq for hit in fuse(found, PARAMS, 10)] == [1, 2]
+    sparse_heavy = FusionParams(k=20, dense_weight=0.5, sparse_weight=1.0, candidates=50)
+    assert [hit.seq for hit in fuse(found, sparse_heavy, 10)] == [2, 1]
+
+
+def test_only_the_order_of_scores_counts_not_their_size() -> None:
+    close = Candidates(dense=[Hit(1, 0.91), Hit(2, 0.90)], sparse=[])
+    far = Candidates(dense=[Hit(1, 0.99), Hit(2, 0.01)], sparse=[])
+    assert fuse(close, PARAMS, 10) == fuse(far, PARAMS, 10)
+
+
+def test_equal_scores_rank_in_seq_order_whatever_order_the_engine_returned() -> None:
+    assert positions([Hit(9, 0.5), Hit(4, 0.5), Hit(7, 0.8)]) == {7: 0, 4: 1, 9: 2}
+    shuffled = Candidates(dense=[Hit(5, 0.5), Hit(3, 0.5)], sparse=[Hit(3, 1.0), Hit(5, 1.0)])
+    ordered = Candidates(dense=[Hit(3, 0.5), Hit(5, 0.5)], sparse=[Hit(5, 1.0), Hit(3, 1.0)])
+    assert fuse(shuffled, PARAMS, 10) == fuse(ordered, PARAMS, 10)
+    assert [hit.seq for hit in fuse(shuffled, PARAMS, 10)] == [3, 5]
+
+
+def test_fusion_returns_at_most_the_limit_best_first() -> None:
+    found = Candidates(dense=[Hit(n, 1 - n / 10) for n in range(6)], sparse=[])
+    assert [hit.seq for hit in fuse(found, PARAMS, 3)] == [0, 1, 2]
+    assert fuse(Candidates(dense=[], sparse=[]), PARAMS, 3) == []
+
+
+def test_relevance_is_the_cosine_or_the_term_coverage_whichever_is_higher() -> None:
+    assert relevance(0.62, 0.25) == 0.62
+    assert relevance(0.10, 0.75) == 0.75
+    assert relevance(None, 0.5) == 0.5  # found by BM25 only
+    assert relevance(None, 0.0) == 0.0
+
+
+def test_coverage_is_the_share_of_query_terms_the_document_contains() -> None:
+    query = SparseVec(indices=[1, 2, 3, 4], values=[1.0] * 4)
+    assert coverage(query, SparseVec([2, 4, 9], [1.0] * 3)) == 0.5
+    assert coverage(query, SparseVec([1, 2, 3, 4, 5], [1.0] * 5)) == 1.0
+    assert coverage(query, SparseVec([], [])) == 0.0
+    assert coverage(SparseVec([], []), SparseVec([1], [1.0])) == 0.0  # a query of stopwords only

@@ -1,0 +1,134 @@
+"""How recalled memories are ordered and kept (`memory/ranking.py`), on plain records: boosts on the fused score,
+the relevance floor, time windows, outdated turns and captured memories folded into their turn."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank
+from project_ledger.models import Memory
+from project_ledger.search.fusion import fuse
+from project_ledger.search.index import Candidates, Hit, SearchFilter
+from project_ledger.search.tuning import RankingParams
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+PARAMS = RankingParams()
+
+
+def memory(memory_id: str, kind: str = "note", age_days: float = 0, **fields: Any) -> Memory:
+    at = (NOW - timedelta(days=age_days)).isoformat().replace("+00:00", "Z")
+    return Memory(id=memory_id, text=f"text of {memory_id}", kind=kind, created_at=at, updated_at=at, **fields)
+
+
+def only(item: Memory, dense: float = 0.5, coverage: float = 0.0, params: RankingParams = PARAMS, **options: Any) -> Ranked:
+    """`item` ranked alone, found by meaning with cosine `dense`."""
+    kept, below = rank(Candidates(dense=[Hit(1, dense)], sparse=[]), {1: item}, {1: coverage}, params, NOW.timestamp(), **options)
+    return [*kept, *below][0]
+
+
+def test_the_score_is_the_fused_score_times_the_boosts_shown() -> None:
+    found = Candidates(dense=[Hit(1, 0.7), Hit(2, 0.6)], sparse=[Hit(2, 3.0)])
+    memories = {1: memory("m1", "decision", access_count=4), 2: memory("m2", age_days=3, session="s1")}
+    kept, _ = rank(found, memories, {1: 0.5, 2: 0.5}, PARAMS, NOW.timestamp(), session="s1")
+    fused = {hit.seq: hit.score for hit in fuse(found, PARAMS.fusion, 3)}
+    for item in kept:
+        assert item.sources.fused == pytest.approx(fused[item.seq])
+        assert item.score == pytest.approx(item.sources.fused * math.prod(item.sources.boosts.values()))
+    sources = {item.memory.id: item.sources for item in kept}
+    assert (sources["m1"].dense, sources["m1"].dense_rank, sources["m1"].bm25, sources["m1"].bm25_rank) == (0.7, 0, None, None)
+    assert (sources["m2"].dense, sources["m2"].dense_rank, sources["m2"].bm25, sources["m2"].bm25_rank) == (0.6, 1, 3.0, 0)
+    assert sources["m1"].boosts == {"access": pytest.approx(1 + 0.03 * math.log(5)), "kind": 1.1}
+
+
+def test_kinds_are_weighted() -> None:
+    assert only(memory("m1", "decision")).sources.boosts == {"kind": 1.1}
+    assert only(memory("m1", "definition")).sources.boosts == {"kind": 1.1}
+    assert only(memory("m1", "turn")).sources.boosts["kind"] == 0.95
+    assert only(memory("m1", "summary")).sources.boosts["kind"] == 0.7
+    assert "kind" not in only(memory("m1", "todo")).sources.boosts
+
+
+def test_a_note_loses_part_of_its_score_with_age_but_decisions_definitions_and_pins_do_not() -> None:
+    assert only(memory("m1", age_days=0)).sources.boosts["recency"] == pytest.approx(1.0)
+    assert only(memory("m1", age_days=7)).sources.boosts["recency"] == pytest.approx(1 - 0.3 + 0.3 * 0.5)  # one half-life
+    assert only(memory("m1", age_days=10_000)).sources.boosts["recency"] == pytest.approx(0.7)  # only the decaying share goes
+    for item in (memory("m1", "decision", 400), memory("m1", "definition", 400), memory("m1", age_days=400, pinned=True)):
+        assert "recency" not in only(item).sources.boosts
+    assert "recency" not in only(memory("m1", age_days=400), params=replace(PARAMS, half_life_days=0)).sources.boosts
+
+
+def test_often_handed_out_and_same_session_memories_rank_a_little_higher() -> None:
+    assert only(memory("m1", access_count=9)).sources.boosts["access"] == pytest.approx(1 + 0.03 * math.log(10))
+    assert only(memory("m1", session="s1"), session="s1").sources.boosts["session"] == pytest.approx(1.1)
+    assert "session" not in only(memory("m1", session="s1"), session="s2").sources.boosts
+
+
+def test_superseded_memories_and_outdated_turns_rank_below_current_ones() -> None:
+    found = Candidates(dense=[Hit(1, 0.8), Hit(2, 0.7), Hit(3, 0.6)], sparse=[])
+    memories = {1: memory("m1", "decision", superseded_by="m3"), 2: memory("m2", "decision"), 3: memory("m3", "decision")}
+    kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
+    assert [item.memory.id for item in kept] == ["m2", "m3", "m1"]
+    assert kept[-1].sources.boosts["superseded"] == 0.7
+
+    turn = only(memory("m4", "turn"), outdated={1: "m3"})
+    assert turn.outdated_by == "m3" and turn.sources.boosts["superseded"] == 0.7
+
+
+def test_results_under_the_relevance_floor_are_set_apart() -> None:
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.2), Hit(3, 0.1)], sparse=[Hit(3, 2.0)])
+    memories = {1: memory("m1"), 2: memory("m2"), 3: memory("m3")}
+    kept, below = rank(found, memories, {1: 0.0, 2: 0.0, 3: 0.5}, PARAMS, NOW.timestamp())
+    assert [item.memory.id for item in kept] == ["m3", "m1"]  # the BM25 match covers half of the query's terms
+    assert [(item.memory.id, item.relevance) for item in below] == [("m2", 0.2)]
+    kept, below = rank(found, memories, {1: 0.0, 2: 0.0, 3: 0.5}, PARAMS, NOW.timestamp(), floor=0.0)
+    assert {item.memory.id for item in kept} == {"m1", "m2", "m3"} and below == []
+
+
+def test_candidates_that_are_not_live_memories_are_skipped() -> None:
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8)], sparse=[])
+    kept, below = rank(found, {2: memory("m2")}, {}, PARAMS, NOW.timestamp())
+    assert [item.seq for item in kept + below] == [2]
+
+
+def test_a_question_about_a_time_window_ignores_age_and_later_changes() -> None:
+    assert for_window(PARAMS, SearchFilter()) is PARAMS
+    windowed = for_window(PARAMS, SearchFilter(since=NOW.timestamp() - 86_400))
+    assert (windowed.recency_share, windowed.superseded_factor) == (0.0, 1.0)
+    assert for_window(PARAMS, SearchFilter(until=NOW.timestamp())) == windowed
+    old = only(memory("m1", age_days=30, superseded_by="m2"), params=windowed)
+    assert old.score == pytest.approx(old.sources.fused)
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_a_turn_that_stated_a_since_superseded_decision_is_outdated() -> None:
+    turns = {
+        1: memory("t1", "turn", age_days=2, session="s1"),  # said it, then the decision was recorded
+        2: memory("t2", "turn", age_days=2, session="s2"),  # another session
+        3: memory("t3", "turn", age_days=0.5, session="s1"),  # said after the decision was recorded
+        4: memory("t4", "turn", age_days=2, session="s1"),  # about something else
+        5: memory("t5", "turn", age_days=2, session="s1"),  # no vector yet
+    }
+    retired = {10: memory("m10", "decision", age_days=1, session="s1", superseded_by="m11")}
+    close, far = unit(1, 0.1, 0), unit(0, 0, 1)
+    vectors = {1: close, 2: close, 3: close, 4: far, 10: unit(1, 0, 0)}
+    assert outdated_turns(turns, retired, vectors, similarity=0.6) == {1: "m11"}
+    assert outdated_turns(turns, retired, vectors, similarity=0.999) == {}
+
+
+def test_a_captured_memory_and_its_turn_take_one_place_the_better_of_the_two() -> None:
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7), Hit(4, 0.6)], sparse=[])
+    memories = {1: memory("c1", "decision"), 2: memory("m2"), 3: memory("t3", "turn"), 4: memory("c4", "todo")}
+    kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
+    assert [item.memory.id for item in kept] == ["c1", "m2", "c4", "t3"]  # a turn weighs 0.95
+    collapsed = collapse_captured(kept, {"c1": "t3", "c4": "t9"})  # c4's turn did not rank: c4 keeps its place
+    assert [item.memory.id for item in collapsed] == ["t3", "m2", "c4"]
