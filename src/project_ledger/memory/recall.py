@@ -227,6 +227,7 @@ class Recall:
         if embedder.state in ("not-loaded", "loading"):
             self.sync.wait_for_model(MODEL_WAIT_SECONDS)
         if embedder.state == "ready":
+            self.sync.embed_fresh()
             dense = embedder.embed_query(query).tolist()
         else:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))

@@ -1,7 +1,8 @@
 """Keeps a search index caught up with the journal, and the journal's vectors caught up with the model.
 
 Nothing here runs on a request's critical path except the catch-up before each
-search, which is one indexed read when the index is current. A worker thread
+search, which is one indexed read when the index is current, and the vectors of
+a few memories written just before it. A worker thread
 opens the index, loads the model, embeds memories that have no vector yet,
 applies changes made by other processes (it polls the journal once a second,
 since their writes raise no event here) and starts compactions.
@@ -36,6 +37,8 @@ from project_ledger.worker import Opening, Worker
 log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
+FRESH_EMBED_MOST = 8  # a search embeds up to this many just-written memories itself; a longer backlog is the worker's
+FRESH_EMBED_WAIT_SECONDS = 2.0  # how long a search waits for the worker's batch (small when the backlog is small)
 POLL_SECONDS = 1.0
 CATCH_UP_BATCH = 1024
 PERSIST_EVERY = 16  # batches between watermark saves; each save flushes the index to disk
@@ -97,6 +100,8 @@ class IndexSync:
         self._index: SearchIndex | None = None
         self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
         self._model_settled = threading.Event()
+        self._embed_lock = threading.Lock()  # one embedding batch at a time: the worker's, or a search's fresh one
+        self._complete_at = -1  # a journal revision at which every memory had a vector (-1: not known yet)
         self._compaction: _Compaction | None = None
         self._compaction_failed_at: float | None = None
         self._forgets_seen = -1
@@ -279,7 +284,41 @@ class IndexSync:
         """Embed up to `limit` memories that have no vector for the current model. Returns how many."""
         if self.embedder.state != "ready":
             return 0
-        pending = self._journal.missing_embeddings(self.embedder.identity, limit)
+        with self._embed_lock:
+            return self._embed(self._journal.missing_embeddings(self.embedder.identity, limit))
+
+    def embed_fresh(self) -> None:
+        """Give memories written a moment ago their vectors now, when there are only a few of them.
+
+        Otherwise a recall made right after `remember` finds the new memory by its keywords alone, and
+        look-alikes that have vectors can outrank it. A longer backlog (an import, a new model) stays with
+        the worker, so a search never waits for more than a few texts to embed.
+        """
+        if self.embedder.state != "ready":
+            return
+        rev = self._journal.rev()
+        if rev == self._complete_at:  # nothing written since every memory had a vector: one read, no scan
+            return
+        since = self._complete_at if self._complete_at >= 0 else None
+
+        def missing() -> list[tuple[int, str]]:
+            return self._journal.missing_embeddings(self.embedder.identity, FRESH_EMBED_MOST + 1, changed_after=since)
+
+        if len(missing()) > FRESH_EMBED_MOST:
+            return
+        if not self._embed_lock.acquire(timeout=FRESH_EMBED_WAIT_SECONDS):  # the worker is on a batch: use its result
+            return
+        try:
+            pending = missing()
+            if not pending:
+                self._complete_at = rev
+            elif len(pending) <= FRESH_EMBED_MOST:
+                self._embed(pending)
+        finally:
+            self._embed_lock.release()
+
+    def _embed(self, pending: list[tuple[int, str]]) -> int:
+        """Embed and store these memories' texts. The caller holds `self._embed_lock`."""
         if not pending:
             return 0
         started = time.perf_counter()

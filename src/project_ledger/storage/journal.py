@@ -51,8 +51,6 @@ def new_memory_id() -> str:
     return "m" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
 
 
-
-
 @dataclass(frozen=True)
 class Change:
     """One memory as of revision `rev`, in the shape the index needs."""
@@ -823,11 +821,14 @@ class Journal:
             for row in rows
         ]
 
-    def missing_embeddings(self, model: str, limit: int) -> list[tuple[int, str]]:
+    def missing_embeddings(self, model: str, limit: int, *, changed_after: int | None = None) -> list[tuple[int, str]]:
+        """Live memories without a vector for `model`, oldest first; with `changed_after`, only those whose
+        revision is newer than it (an indexed read instead of a scan of every memory)."""
+        since = "AND m.rev > ? " if changed_after is not None else ""
         rows = self._read(
             "SELECT m.seq, m.text FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq AND e.model = ? "
-            "WHERE m.deleted_at IS NULL AND e.seq IS NULL ORDER BY m.seq LIMIT ?",
-            (model, limit),
+            f"WHERE m.deleted_at IS NULL AND e.seq IS NULL {since}ORDER BY m.seq LIMIT ?",
+            (model, *([changed_after] if changed_after is not None else []), limit),
         )
         return [(row["seq"], row["text"]) for row in rows]
 
