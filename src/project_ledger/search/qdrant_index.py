@@ -47,7 +47,6 @@ class QdrantIndex:
         self._client = client
         self._collection = collection
         self._dim = dim
-        self._identity = embedder_identity
         self.location = f"{location} collection {collection}"
         self.events: list[str] = []
         state_dir.mkdir(parents=True, exist_ok=True)
