@@ -135,7 +135,8 @@ async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
     log = root.parent / "inspector.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [EXECUTABLE, "inspect", "--root", str(root), "--port", "0"],
+            # --no-auth: these tests are about the pages; test_access.py covers the inspector's token and cookie
+            [EXECUTABLE, "inspect", "--root", str(root), "--port", "0", "--no-auth"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, cwd=root, env={**os.environ, **project.env},
         )  # fmt: skip
         try:

@@ -135,6 +135,10 @@ class Settings(BaseSettings):
         default="", description="Extra Host header values the HTTP transport accepts, comma-separated (e.g. ledger.internal:8765)."
     )
     http_allowed_origins: str = Field(default="", description="Extra Origin header values the HTTP transport accepts, comma-separated.")
+    http_rate_limit: int = Field(
+        default=3000, ge=1, description="Requests one token may make per http_rate_window_seconds over HTTP; past it, 429."
+    )
+    http_rate_window_seconds: float = Field(default=60.0, gt=0, le=3600, description="The rate limit's window.")
 
     code_index: bool = Field(default=True, description="Index the project's source code (symbols and references).")
     watch: bool = Field(default=True, description="Keep the code index current with a file watcher while serving.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeStore
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
+from project_ledger.maintenance.access import AccessService
 from project_ledger.maintenance.migration import Openers
 from project_ledger.maintenance.service import MaintenanceService, Services
 from project_ledger.memory.service import LedgerService, Quality
@@ -26,6 +29,7 @@ from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
 
 PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
+LOCAL_TOKEN_FILE = "http_token"
 SLOT_PREFIXES: dict[IndexKind, str] = {"memories": "edge", "code": "code"}  # embedded slots: index/<prefix>-<n>/
 
 
@@ -280,3 +284,35 @@ def migration_openers(cwd: Path) -> Openers:
         rebuilding=lambda settings: open_services(settings, cwd, rebuild=True),
         drop_collections=lambda settings: drop_server_collections(settings, cwd),
     )
+
+
+def open_access(settings: Settings, cwd: Path, owner_token: str | None = None) -> AccessService:
+    """Tokens and the audit trail of this project (in its journal file), recognising `owner_token` as the owner."""
+    paths = resolve_paths(settings, cwd)
+    prepare_data_dir(paths)
+    return AccessService.open(paths.journal, owner_token, settings.journal_wait_seconds)
+
+
+def local_token(settings: Settings, cwd: Path) -> tuple[str, bool]:
+    """The data directory's `http_token` (mode 600), made with a random value if there is none; and whether it was
+    made now. Loopback servers use it when no LEDGER_AUTH_TOKEN is set: other accounts can reach 127.0.0.1."""
+    paths = resolve_paths(settings, cwd)
+    prepare_data_dir(paths)
+    path = paths.data_dir / LOCAL_TOKEN_FILE
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            os.chmod(path, 0o600)
+            token = path.read_text().strip()
+        except OSError as exc:
+            raise StorageError(f"cannot read {path} ({exc.strerror}); delete it to get a new token") from exc
+        if len(token) >= 16:
+            return token, False
+        raise StorageError(f"{path} holds no usable token; delete it to get a new one")
+    except OSError as exc:
+        raise StorageError(f"cannot create {path} ({exc.strerror}); check the data directory's permissions") from exc
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(token + "\n")
+    return token, True

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from project_ledger.cli.access import NO_AUTH_HELP, audit, audit_local, server_access, tokens
 from project_ledger.cli.inspect import inspect_command
 from project_ledger.cli.memories import forget, history, pin, unpin
 from project_ledger.cli.migrate import migrate
@@ -62,14 +63,16 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
+@click.option("--no-auth", is_flag=True, help=NO_AUTH_HELP)
 @project_options
 @ledger_errors
-def serve(settings: Settings, transport: str, host: str, port: int) -> None:
+def serve(settings: Settings, transport: str, host: str, port: int, no_auth: bool) -> None:
     """Run the MCP server. Clients start the stdio one themselves; the HTTP one serves a team.
 
     \b
     Examples:
       claude mcp add ledger -- project-ledger serve --root "$PWD"
+      project-ledger serve --transport http     # token in .ledger/http_token; `config --url` writes the header
       LEDGER_AUTH_TOKEN=$(openssl rand -hex 32) project-ledger serve --transport http --host 0.0.0.0 --port 8765
     """
     import anyio
@@ -81,17 +84,21 @@ def serve(settings: Settings, transport: str, host: str, port: int) -> None:
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd()))
         return
-    from project_ledger.mcp.http import check_token, serve_http
+    from project_ledger.mcp.http import RateLimit, serve_http
 
-    try:
-        token = settings.http_token()
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-    check_token(host, token)
+    access, token = server_access(settings, host, no_auth)
     app = create_server(settings, Path.cwd(), follow_roots=False)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
+    if token is not None:
+        click.echo(f"clients send the header  Authorization: Bearer {token}", err=True)
     hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
-    anyio.run(functools.partial(serve_http, app, host=host, port=port, token=token, extra_hosts=hosts, extra_origins=origins))
+    try:
+        anyio.run(functools.partial(
+            serve_http, app, host=host, port=port, access=access, extra_hosts=hosts, extra_origins=origins, no_auth=no_auth,
+            limit=RateLimit(settings.http_rate_limit, settings.http_rate_window_seconds),
+        ))  # fmt: skip
+    finally:
+        access.close()
 
 
 @main.command()
@@ -272,6 +279,7 @@ def reindex(settings: Settings) -> None:
         services.maintenance.embed_memories(report)  # loads the model only when a memory has no vector
         report("rebuilding the index", 0, None)
         points = services.maintenance.rebuild_index()
+    audit_local(settings, "reindex", [])
     click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
 
 
@@ -365,6 +373,7 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
             restored = ledger.import_export(counted_lines(lines, step="reading the export", total_bytes=size, report=report))
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"could not read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    audit_local(settings, "import", [])
     if as_json:
         click.echo(json.dumps(dataclasses.asdict(restored)))
         return
@@ -441,3 +450,5 @@ for command in (history, pin, unpin, forget):
     main.add_command(command)
 main.add_command(migrate)
 main.add_command(inspect_command)
+main.add_command(tokens)
+main.add_command(audit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from project_ledger.cli.access import audit_local
 from project_ledger.cli.support import ledger_errors, opened, project_options
 from project_ledger.config import Settings
 from project_ledger.memory.context_sections import render_memory
@@ -40,6 +41,7 @@ def pin_command(name: str, pinned: bool, summary: str) -> click.Command:
     def command(settings: Settings, memory_id: str) -> None:
         with opened(settings) as ledger:
             (ledger.pin if pinned else ledger.unpin)(memory_id)
+        audit_local(settings, name, [memory_id])
         click.echo(f"{name}ned {memory_id}")
 
     return command
@@ -68,5 +70,6 @@ def forget(settings: Settings, memory_id: str, yes: bool) -> None:
         click.confirm(f"Erase memory {memory_id} for good? This cannot be undone", abort=True, err=True)
     with opened(settings) as ledger:
         result = ledger.forget(memory_id)
+    audit_local(settings, "forget", [memory_id, *result.also_forgotten])
     also = f"; also erased: {', '.join(result.also_forgotten)}" if result.also_forgotten else ""
     click.echo(f"forgot {memory_id}{also}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from project_ledger.cli.access import audit_local
 from project_ledger.cli.progress import progress_bars
 from project_ledger.cli.support import ledger_errors, project_options
 from project_ledger.config import Settings
@@ -66,6 +67,7 @@ def migrate(settings: Settings, to_server: bool, to_embedded: bool, into: Path |
             drop_server_collections=drop_server_collections,
             report=report,
         )
+    audit_local(settings, f"migrate.{target}", [])
     env = next_environment(settings, result, into)
     if as_json:
         data = dataclasses.asdict(result)

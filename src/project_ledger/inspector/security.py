@@ -9,8 +9,11 @@ HTTP transport, adapted to a browser:
 - Origin check: a request whose Origin is another site is refused, so another
   page cannot post a form to it (CSRF), and cannot read its answers.
 - A per-process form token in every POST form, for browsers that omit Origin.
-- Off loopback a token is mandatory (`check_token`); with a token the browser
-  asks for it (HTTP Basic authentication, any user name).
+- A token, on loopback too (other accounts reach 127.0.0.1): the address the
+  CLI prints carries it once (`?token=`); the guard trades it for an HttpOnly,
+  SameSite=Strict cookie and redirects to the same page without it. HTTP Basic
+  authentication (any user name, the token as password) works as well, for
+  scripts. Only `--no-auth`, refused off loopback, serves without one.
 - Headers forbid framing (clickjacking) and any script or style not served here.
 """
 
@@ -21,7 +24,9 @@ import binascii
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from project_ledger.mcp.http import is_loopback
 
@@ -31,6 +36,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+COOKIE = "ledger_token"
 HEADERS = [
     (b"content-security-policy", b"default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     (b"x-frame-options", b"DENY"),
@@ -81,6 +87,10 @@ class Guard:
             return
         headers = {name: value.decode("latin-1") for name, value in scope["headers"]}
         refusal = self._refusal(headers)
+        if refusal is not None and refusal[0] == 401 and (target := self._trade_query_token(scope)) is not None:
+            cookie = f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode()
+            await _plain(send, 303, "Signed in; continue at " + target, [(b"location", target.encode()), (b"set-cookie", cookie)])
+            return
         if refusal is not None:
             status, text, extra = refusal
             await _plain(send, status, text, extra)
@@ -100,11 +110,38 @@ class Guard:
         origin = headers.get(b"origin")
         if origin is not None and origin not in self.origins:
             return 403, f"Requests from {origin} are refused: only the inspector's own pages may use it.", []
-        if self.token is not None and not self._authorized(headers.get(b"authorization", "")):
-            return 401, "The inspector requires the token (LEDGER_AUTH_TOKEN) as the password.", [
+        if self.token is not None and not (self._authorized(headers.get(b"authorization", "")) or self._cookie(headers)):
+            return 401, (
+                "The inspector needs its token: open the address `project-ledger inspect` printed (it ends in ?token=...), "
+                "or give the token (LEDGER_AUTH_TOKEN, or the data directory's http_token) as the password."
+            ), [
                 (b"www-authenticate", b'Basic realm="project-ledger inspector", charset="UTF-8"')
             ]
         return None
+
+    def _cookie(self, headers: dict[bytes, str]) -> bool:
+        try:
+            jar = SimpleCookie(headers.get(b"cookie", ""))
+        except CookieError:
+            return False
+        given = jar[COOKIE].value if COOKIE in jar else ""
+        assert self.token is not None
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def _trade_query_token(self, scope: Scope) -> str | None:
+        """For a GET whose query carries the right `token`: the same path and query without it; else None."""
+        if scope.get("method") != "GET":
+            return None
+        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        given = next((value for name, value in pairs if name == "token"), "")
+        assert self.token is not None
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return None
+        rest = urlencode([(name, value) for name, value in pairs if name != "token"])
+        path = scope.get("path", "/")
+        if not path.startswith("/") or path.startswith("//"):  # never a redirect to another site
+            path = "/"
+        return f"{path}?{rest}" if rest else path
 
     def _authorized(self, header: str) -> bool:
         scheme, _, encoded = header.partition(" ")

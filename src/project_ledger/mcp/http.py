@@ -1,22 +1,27 @@
-"""MCP over streamable HTTP, for a ledger shared by a team: a bearer token, and Host/Origin checks.
+"""MCP over streamable HTTP, for a ledger shared by a team: bearer tokens, Host/Origin checks, a rate limit.
 
 One server serves one project (its own journal and index), so a token is
 scoped to that project: a client holding it can only reach what that server
 holds, and every path argument is confined to that project's root. Teams run
 one server per project, on its own port or behind a reverse proxy path.
 
-On a loopback address the token is optional (set one anyway if other users
-share the machine); on any other address the server refuses to start without
-one. A request without the right token gets 401 with an empty body: it learns
-nothing, not even whether the endpoint exists. DNS-rebinding protection is the
-SDK's: requests whose Host or Origin header is not one of this server's
-addresses (plus any configured) are refused before they reach a tool.
+Every request needs a token, on loopback too: other accounts on the machine can
+reach 127.0.0.1. The server's own token (LEDGER_AUTH_TOKEN, or a random one
+kept in the data directory) may do anything; tokens made with `project-ledger
+tokens create` carry a scope (`mcp/scopes.py`). Only `--no-auth`, refused off
+loopback, drops the check. A request without a known token gets 401 with an
+empty body: it learns nothing, not even whether the endpoint exists. Each
+caller gets a budget of requests per window; past it, 429 with Retry-After.
+DNS-rebinding protection is the SDK's: requests whose Host or Origin header is
+not one of this server's addresses (plus any configured) are refused before
+they reach a tool.
 """
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
+import math
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -24,11 +29,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from project_ledger.errors import InvalidArgument
+from project_ledger.maintenance.access import AccessService, Caller
+from project_ledger.mcp.scopes import CALLER_KEY, ScopeGuard
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 MIN_TOKEN_CHARS = 16
 MCP_PATH = "/mcp"
+ANONYMOUS = Caller("anonymous", "admin")  # every caller of a server started with --no-auth
 
 
 def is_loopback(host: str) -> bool:
@@ -40,9 +48,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_token(host: str, token: str | None) -> None:
+def check_token(host: str, token: str | None, no_auth: bool = False) -> None:
     """Refuse a configuration that would expose the ledger: no token off loopback, or a guessable one."""
-    if token is None and not is_loopback(host):
+    if no_auth and not is_loopback(host):
+        raise InvalidArgument(
+            f"refusing --no-auth on {host}: anyone who can reach it could read and erase this project's memories. "
+            "--no-auth is only for 127.0.0.1 or ::1; leave it out to require a token"
+        )
+    if token is None and not no_auth and not is_loopback(host):
         raise InvalidArgument(
             f"refusing to serve on {host} without a token: anyone who can reach it could read and erase this project's "
             "memories. Set LEDGER_AUTH_TOKEN (or LEDGER_AUTH_TOKEN_FILE), e.g. to the output of `openssl rand -hex 32`"
@@ -51,46 +64,92 @@ def check_token(host: str, token: str | None) -> None:
         raise InvalidArgument(f"the auth token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
 
 
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
+class RateLimit:
+    """A fixed window per caller: `requests` per `window` seconds; past it, the seconds until the window ends.
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    The defaults (LEDGER_HTTP_RATE_LIMIT, 3000 a minute) are far above what a person or an agent sends, and stop
+    a client caught in a loop.
+    """
+
+    def __init__(self, requests: int, window: float) -> None:
+        self.requests = requests
+        self.window = window
+        self._windows: dict[str, tuple[float, int]] = {}
+
+    def retry_after(self, caller: str, now: float | None = None) -> int | None:
+        """Count one request by `caller`: None if it may go ahead, else whole seconds to wait (at least 1)."""
+        now = time.monotonic() if now is None else now
+        started, used = self._windows.get(caller, (now, 0))
+        if now - started >= self.window:
+            started, used = now, 0
+        if used >= self.requests:
+            return max(1, math.ceil(started + self.window - now))
+        self._windows[caller] = (started, used + 1)
+        return None
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>` of a known caller, within
+    that caller's rate limit. The caller goes into the ASGI scope, where the tool guard finds it."""
+
+    def __init__(self, app: ASGIApp, access: AccessService, limit: RateLimit, *, required: bool = True) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.access = access
+        self.limit = limit
+        self.required = required
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
         if scope["type"] == "http":
-            given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
-            if not hmac.compare_digest(given, self.expected):  # constant time: the token cannot be guessed byte by byte
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"www-authenticate", b'Bearer realm="project-ledger"'), (b"content-length", b"0")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b""})
+            caller = self._caller(scope)
+            if caller is None:
+                await _empty(send, 401, [(b"www-authenticate", b'Bearer realm="project-ledger"')])
                 return
+            wait = self.limit.retry_after(caller.name)
+            if wait is not None:
+                await _empty(send, 429, [(b"retry-after", str(wait).encode())])
+                return
+            scope[CALLER_KEY] = caller
         await self.app(scope, receive, send)
 
+    def _caller(self, scope: Scope) -> Caller | None:
+        if not self.required:
+            return ANONYMOUS
+        given = next((value for name, value in scope["headers"] if name == b"authorization"), b"").decode("latin-1")
+        scheme, _, secret = given.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            return None
+        return self.access.identify(secret.strip())
 
-def http_app(app: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str], extra_origins: list[str]) -> ASGIApp:
-    """The ASGI app to run: the SDK's streamable-HTTP app at /mcp, behind the token check when there is a token."""
+
+async def _empty(send: Callable[[Any], Awaitable[None]], status: int, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def http_app(
+    app: MCPServer, host: str, port: int, access: AccessService, extra_hosts: list[str], extra_origins: list[str],
+    *, limit: RateLimit, no_auth: bool = False,
+) -> ASGIApp:
+    """The ASGI app to run: the SDK's streamable-HTTP app at /mcp, behind the token check (none with `no_auth`),
+    with each call checked against its caller's scope and destructive calls audited."""
     names = {host, "localhost", "127.0.0.1", "[::1]"} if is_loopback(host) else {host}
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=sorted({f"{name}:{port}" for name in names} | set(extra_hosts)),
         allowed_origins=sorted({f"http://{name}:{port}" for name in names} | set(extra_origins)),
     )
+    app.middleware.append(ScopeGuard(access))
     asgi: ASGIApp = app.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
-    return BearerAuth(asgi, token) if token is not None else asgi
+    return BearerAuth(asgi, access, limit, required=not no_auth)
 
 
-async def serve_http(app: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str], extra_origins: list[str]) -> None:
+async def serve_http(
+    app: MCPServer, host: str, port: int, access: AccessService, extra_hosts: list[str], extra_origins: list[str],
+    *, limit: RateLimit, no_auth: bool = False,
+) -> None:
     """Run until interrupted. The caller has checked the token (`check_token`) before opening the ledger."""
     import uvicorn
 
-    config = uvicorn.Config(
-        http_app(app, host, port, token, extra_hosts, extra_origins), host=host, port=port, log_level="warning", lifespan="on"
-    )
+    asgi = http_app(app, host, port, access, extra_hosts, extra_origins, no_auth=no_auth, limit=limit)
+    config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()

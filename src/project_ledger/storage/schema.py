@@ -146,9 +146,26 @@ def _m004_create_memory_sources(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memories_session ON memories(session, kind) WHERE deleted_at IS NULL")
 
 
+def _m005_create_access(db: sqlite3.Connection) -> None:
+    """Scoped access tokens (only a hash of each secret is kept) and the audit trail of destructive or
+    administrative calls: who (a token's name, or `local`), what tool, when, and which ids; never any text.
+
+    The audit table is never touched by `forget`, so it outlives what it records.
+    """
+    db.execute(
+        "CREATE TABLE access_tokens (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, scope TEXT NOT NULL, "
+        "secret_hash TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT)"
+    )
+    db.execute(
+        "CREATE TABLE audit (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, actor TEXT NOT NULL, tool TEXT NOT NULL, "
+        "ids TEXT NOT NULL DEFAULT '[]')"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
     _m003_create_memory_links,
     _m004_create_memory_sources,
+    _m005_create_access,
 )

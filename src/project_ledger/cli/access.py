@@ -1,0 +1,150 @@
+"""Who may reach a served ledger: the HTTP servers' token, `tokens` (create, list, revoke) and `audit`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import click
+
+from project_ledger.cli.support import ledger_errors, project_options
+from project_ledger.config import Settings
+from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
+
+NO_AUTH_HELP = "Serve without any token (loopback only): every local account can then read and erase the memories."
+
+
+def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessService, str | None]:
+    """The access service an HTTP server checks callers with, and the owner's token (None with --no-auth).
+
+    The token is LEDGER_AUTH_TOKEN (or its file) when set, else the data directory's `http_token`, made on
+    first use: a loopback server needs one too, since every account on the machine can reach 127.0.0.1.
+    """
+    from project_ledger.factory import local_token, open_access
+    from project_ledger.mcp.http import check_token
+
+    try:
+        token = settings.http_token()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if no_auth and token is not None:
+        raise click.ClickException("--no-auth and LEDGER_AUTH_TOKEN contradict each other; drop one")
+    check_token(host, token, no_auth)
+    if no_auth:
+        click.echo("--no-auth: no token is asked for; any account on this machine can read, change and erase memories", err=True)
+    elif token is None:
+        token, made = local_token(settings, Path.cwd())
+        click.echo(f"{'made a new' if made else 'using the'} token kept in the data directory's http_token (mode 600)", err=True)
+    return open_access(settings, Path.cwd(), token), token
+
+
+def audit_local(settings: Settings, tool: str, ids: list[str]) -> None:
+    """Record a destructive or administrative command run from this machine's shell."""
+    from project_ledger.factory import open_access
+
+    access = open_access(settings, Path.cwd())
+    try:
+        access.record(LOCAL, tool, ids)
+    finally:
+        access.close()
+
+
+@click.group(name="tokens")
+def tokens() -> None:
+    """Scoped tokens for the HTTP transport: read (recall, context, history, status, code tools), write (also
+    remember, pin, unpin, summarize_session) and admin (everything, forget included). Only a hash is stored.
+
+    \b
+    Examples:
+      project-ledger tokens create ci-bot --scope read
+      project-ledger tokens list
+      project-ledger tokens revoke ci-bot
+    """
+
+
+@tokens.command("create")
+@click.argument("name")
+@click.option("--scope", type=click.Choice(SCOPES), default="read", show_default=True, help="What the token may do.")
+@project_options
+@ledger_errors
+def create_token(settings: Settings, name: str, scope: str) -> None:
+    """Make a token called NAME; its secret is printed once, on stdout, and cannot be shown again."""
+    from project_ledger.factory import open_access
+
+    access = open_access(settings, Path.cwd())
+    try:
+        token, secret = access.create(name, scope)
+    finally:
+        access.close()
+    click.echo(secret)
+    click.echo(f"token {token.name} ({token.id}, scope {token.scope}); clients send it as: Authorization: Bearer <secret>", err=True)
+
+
+@tokens.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the tokens as JSON.")
+@project_options
+@ledger_errors
+def list_tokens(settings: Settings, as_json: bool) -> None:
+    """Every token made here, revoked ones included (never their secrets)."""
+    from project_ledger.factory import open_access
+
+    access = open_access(settings, Path.cwd())
+    try:
+        listed = access.tokens()
+    finally:
+        access.close()
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(token) for token in listed], indent=2))
+        return
+    for token in listed:
+        state = f"revoked {token.revoked_at}" if token.revoked_at else "live"
+        click.echo(f"{token.id}  {token.name:<20} {token.scope:<6} created {token.created_at}  {state}")
+    if not listed:
+        click.echo("No tokens; `project-ledger tokens create NAME --scope read` makes one.", err=True)
+
+
+@tokens.command("revoke")
+@click.argument("name_or_id")
+@project_options
+@ledger_errors
+def revoke_token(settings: Settings, name_or_id: str) -> None:
+    """Revoke the token NAME_OR_ID: running servers refuse it from the next request on."""
+    from project_ledger.factory import open_access
+
+    access = open_access(settings, Path.cwd())
+    try:
+        token = access.revoke(name_or_id)
+    finally:
+        access.close()
+    click.echo(f"revoked {token.name} ({token.id})")
+
+
+@click.command(name="audit")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000), help="The latest this many entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+@project_options
+@ledger_errors
+def audit(settings: Settings, limit: int, as_json: bool) -> None:
+    """Who forgot, pinned, unpinned, imported, migrated, reindexed or changed tokens, and when: the token's name
+    (or local), the tool and the ids, never any text. Oldest first.
+
+    \b
+    Examples:
+      project-ledger audit
+      project-ledger audit --json --limit 20
+    """
+    from project_ledger.factory import open_access
+
+    access = open_access(settings, Path.cwd())
+    try:
+        entries = access.audit(limit)
+    finally:
+        access.close()
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(entry) for entry in entries], indent=2))
+        return
+    for entry in entries:
+        click.echo(f"{entry.at}  {entry.actor:<20} {entry.tool:<14} {' '.join(entry.ids)}")
+    if not entries:
+        click.echo("The audit trail is empty.", err=True)
