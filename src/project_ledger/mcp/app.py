@@ -177,6 +177,7 @@ class LedgerTools:
             f"linked to {', '.join(result.links)}" if result.links else "",
             f"captured {captured}" if captured else "",
             f"redacted before storing: {secrets}" if secrets else "",
+            "flagged suspicious: it reads like an instruction to a model, so context packs withhold it" if result.suspicious else "",
             result.note or "",
         ]
         return self._answer(result, "; ".join([text, *filter(None, extras)]))

@@ -55,6 +55,7 @@ from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, read_export, write_export
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Anchor, Journal, Restored, utc_now
+from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import redact
 from project_ledger.text.text_signals import content_words, specifics
 from project_ledger.text.tokens import TokenCounter
@@ -195,6 +196,7 @@ class LedgerService:
                     self.pin(twin.id)
                 return RememberResult(
                     id=twin.id, created=False, duplicate_of=twin.id, similarity=round(overlap, 4), **secrets,
+                    suspicious=twin.suspicious,
                     note=f"a live {kind} already says this ({overlap:.0%} of the words, the same numbers and names); "
                     "its access data was refreshed",
                 )  # fmt: skip
@@ -217,6 +219,7 @@ class LedgerService:
         return RememberResult(
             id=memory_id,
             created=created,
+            suspicious=looks_like_instructions(text),
             duplicate_of=None if created else memory_id,
             restates_context=restated is not None,
             context_section=restated.section if restated is not None else None,

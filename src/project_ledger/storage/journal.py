@@ -29,6 +29,7 @@ from project_ledger.errors import InvalidArgument, MemoryForgotten, MemoryNotFou
 from project_ledger.models import Memory
 from project_ledger.storage.backup import ExportedLink, ExportedMemory, ExportedSource
 from project_ledger.storage.schema import MIGRATIONS
+from project_ledger.text.injection import looks_like_instructions
 
 WAIT_SECONDS = 15.0  # how long a write waits for another process's write lock by default
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -106,7 +107,7 @@ _CURRENT_GIST = (
 
 _MEMORY_COLUMNS = (
     "id, text, kind, tags, session, role, files, symbols, created_at, updated_at, pinned, "
-    "superseded_by, deleted_at, access_count, last_accessed_at"
+    "superseded_by, deleted_at, access_count, last_accessed_at, suspicious"
 )
 
 
@@ -127,6 +128,7 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
         deleted_at=row["deleted_at"],
         access_count=row["access_count"],
         last_accessed_at=row["last_accessed_at"],
+        suspicious=bool(row["suspicious"]),
     )
 
 
@@ -288,7 +290,7 @@ class Journal:
                 memory_id = new_memory_id()
             db.execute(
                 "INSERT INTO memories (id, text, kind, tags, session, role, files, symbols, content_hash, "
-                "created_at, updated_at, pinned, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "created_at, updated_at, pinned, rev, suspicious) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     memory_id,
                     text,
@@ -303,6 +305,7 @@ class Journal:
                     now,
                     int(pinned),
                     self._next_rev(db),
+                    int(looks_like_instructions(text)),  # judged as written, never on the way out
                 ),
             )
             if supersedes is not None:
@@ -390,7 +393,7 @@ class Journal:
             done.add(seq)
             db.execute(
                 "UPDATE memories SET text = '', tags = '[]', files = '[]', symbols = '[]', content_hash = NULL, "
-                "role = NULL, pinned = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
+                "role = NULL, pinned = 0, suspicious = 0, deleted_at = ?, updated_at = ?, rev = ? WHERE seq = ?",
                 (now, now, self._next_rev(db), seq),
             )
             db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
@@ -732,7 +735,8 @@ class Journal:
         live = memory.deleted_at is None
         db.execute(
             "INSERT INTO memories (id, text, kind, tags, session, role, files, symbols, content_hash, created_at, updated_at, "
-            "pinned, superseded_by, deleted_at, access_count, last_accessed_at, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "pinned, superseded_by, deleted_at, access_count, last_accessed_at, rev, suspicious) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 memory.id,
                 memory.text,
@@ -751,6 +755,7 @@ class Journal:
                 memory.access_count,
                 memory.last_accessed_at,
                 self._next_rev(db),
+                int(live and looks_like_instructions(memory.text)),  # judged here: an export's own flag is not trusted
             ),
         )
         if not live:

@@ -6,6 +6,8 @@ import secrets
 import sqlite3
 from collections.abc import Callable
 
+from project_ledger.text.injection import looks_like_instructions
+
 
 def _m001_create_memories(db: sqlite3.Connection) -> None:
     db.execute(
@@ -162,10 +164,19 @@ def _m005_create_access(db: sqlite3.Connection) -> None:
     )
 
 
+def _m006_flag_suspicious_memories(db: sqlite3.Connection) -> None:
+    """`suspicious`: the text reads like an instruction to the model (`text/injection.py`), decided when it is
+    written; memories already stored are judged now."""
+    db.execute("ALTER TABLE memories ADD COLUMN suspicious INTEGER NOT NULL DEFAULT 0")
+    flagged = [(seq,) for seq, text in db.execute("SELECT seq, text FROM memories WHERE deleted_at IS NULL") if looks_like_instructions(text)]
+    db.executemany("UPDATE memories SET suspicious = 1 WHERE seq = ?", flagged)
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
     _m003_create_memory_links,
     _m004_create_memory_sources,
     _m005_create_access,
+    _m006_flag_suspicious_memories,
 )
