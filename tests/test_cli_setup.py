@@ -128,3 +128,16 @@ async def test_the_written_entry_starts_a_working_server_from_anywhere(project: 
         assert status.structured_content["root"] == str(project.root)
         assert status.structured_content["root_source"] == "--root"
     assert not (elsewhere / ".ledger").exists()
+
+
+@pytest.mark.parametrize(
+    ("client", "reference"), [("claude-code", "${LEDGER_TOKEN}"), ("cursor", "${env:LEDGER_TOKEN}"), ("vscode", "${env:LEDGER_TOKEN}")]
+)
+def test_config_url_points_at_a_running_server_with_the_token_by_reference(project: Project, client: str, reference: str) -> None:
+    completed = run_cli(project, "config", client, "--url", "http://127.0.0.1:8765/mcp")
+    assert completed.returncode == 0, completed.stderr
+    (entry,) = next(iter(json.loads(completed.stdout).values())).values()
+    assert entry["url"] == "http://127.0.0.1:8765/mcp" and entry["headers"] == {"Authorization": f"Bearer {reference}"}
+    assert "command" not in entry and "LEDGER_TOKEN" in completed.stderr
+    refused = run_cli(project, "config", "claude-desktop", "--url", "http://127.0.0.1:8765/mcp")
+    assert refused.returncode == 1 and "add http://127.0.0.1:8765/mcp as a connector" in refused.stderr

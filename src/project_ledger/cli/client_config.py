@@ -66,6 +66,24 @@ def server_entry(client: Client, argv: list[str]) -> dict[str, Any]:
     return {**entry, "command": argv[0], "args": argv[1:]}
 
 
+# How each client's file refers to an environment variable; Claude Desktop's file has no HTTP servers at all.
+ENV_REFERENCE = {"claude-code": "${{{}}}", "cursor": "${{env:{}}}", "vscode": "${{env:{}}}"}
+
+
+def http_entry(client: Client, url: str, token_env: str) -> dict[str, Any]:
+    """An entry for a server already running at `url`. The token is a reference to the environment variable
+    `token_env`, which the client expands when it connects: the secret itself never lands in a file that may be
+    shared or committed."""
+    if client.name not in ENV_REFERENCE:
+        raise ConfigFileError(
+            f"{client.name} reads only servers it starts itself from its file; add {url} as a connector in its settings, "
+            "or use claude-code, cursor or vscode"
+        )
+    header = "Bearer " + ENV_REFERENCE[client.name].format(token_env)
+    entry: dict[str, Any] = {"type": "http"} if client.typed else {}
+    return {**entry, "url": url, "headers": {"Authorization": header}}
+
+
 def snippet(client: Client, name: str, entry: dict[str, Any]) -> str:
     return json.dumps({client.servers_key: {name: entry}}, indent=2)
 

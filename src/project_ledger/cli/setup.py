@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.client_config import CLIENTS, ConfigFileError, merge, server_command, server_entry, snippet
+from project_ledger.cli.client_config import CLIENTS, ConfigFileError, http_entry, merge, server_command, server_entry, snippet
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
@@ -71,8 +71,12 @@ def init(settings: Settings, no_index: bool) -> None:
 @click.option("--write", is_flag=True, help="Merge the entry into the client's file (other servers are kept) instead of printing it.")
 @click.option("--name", default="ledger", show_default=True, help="The server's name in the client.")
 @click.option("--uvx", "use_uvx", is_flag=True, help="Start the server with uvx instead of this installation's interpreter.")
+@click.option("--url", help="Connect to a server running at this URL (serve --transport http) instead of starting one.")
+@click.option(
+    "--token-env", default="LEDGER_TOKEN", show_default=True, help="With --url: the environment variable the client reads the token from."
+)
 @project_options
-def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool) -> None:
+def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool, url: str | None, token_env: str) -> None:
     """Print, or with --write merge, the configuration that starts this project's server in CLIENT.
 
     The command and --root are absolute paths, so the entry works whatever PATH and working directory the client
@@ -84,6 +88,7 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
       project-ledger config claude-code --write
       project-ledger config claude-desktop --root ~/src/app --write
       project-ledger config vscode --uvx
+      project-ledger config claude-code --url http://127.0.0.1:8765/mcp --write   # then export LEDGER_TOKEN=...
     """
     target = CLIENTS[client]
     root = project_root(settings)
@@ -94,6 +99,16 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
     if settings.data_dir is not None:
         argv += ["--data-dir", str(settings.data_dir.expanduser().resolve())]
     entry = server_entry(target, argv)
+    if url is not None:
+        try:
+            entry = http_entry(target, url, token_env)
+        except ConfigFileError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(
+            f"the client sends the token from ${token_env}: set it where the client starts (a loopback server's own token "
+            "is in the data directory's http_token; `project-ledger tokens create NAME --scope read` makes a narrower one)",
+            err=True,
+        )
     path = target.config_path(root)
     if not write:
         click.echo(snippet(target, name, entry))
@@ -106,6 +121,6 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
     click.echo(f"{outcome} server {name!r} in {path}")
     if outcome == "unchanged":
         return
-    if target.project_file:
+    if target.project_file and url is None:
         click.echo("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
     click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
