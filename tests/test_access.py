@@ -236,8 +236,9 @@ async def test_past_the_rate_limit_429_then_service_resumes_after_retry_after(pr
         assert post(url, Authorization=bearer).status_code == 200
 
 
-async def test_the_inspector_wants_its_token_once_then_a_cookie(shared_project: Project) -> None:
+async def test_the_inspector_wants_its_token_once_then_a_cookie_and_audits_its_pins(shared_project: Project) -> None:
     project = shared_project
+    memory = run_cli(project, "remember", "Invoices are sent on the 3rd business day.", "--kind", "decision").stdout.split()[0]
     with running(project, "inspect", "--port", "0", banner=r"at (http://127\.0\.0\.1:\d+/\?token=\S+)") as (_, address):
         base, _, token = address.partition("?token=")
         assert token == (project.data_dir / "http_token").read_text().strip()
@@ -250,3 +251,10 @@ async def test_the_inspector_wants_its_token_once_then_a_cookie(shared_project: 
             cookie = signed_in.headers["set-cookie"]
             assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
             assert browser.get(base + "status").status_code == 200  # the cookie, not the token, from now on
+            page = browser.get(f"{base}memories/{memory}")
+            form_token = re.search(r'name="form_token" value="([^"]+)"', page.text)
+            assert page.status_code == 200 and form_token is not None
+            pinned = browser.post(f"{base}memories/{memory}/pin", data={"form_token": form_token.group(1), "pinned": "1"})
+            assert pinned.status_code == 303
+    entries = json.loads(ledger(project, "audit", "--json").stdout)
+    assert [(e["actor"], e["tool"], e["ids"]) for e in entries] == [("owner", "pin", [memory])]

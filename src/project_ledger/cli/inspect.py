@@ -11,6 +11,7 @@ import click
 from project_ledger.cli.access import NO_AUTH_HELP, server_access
 from project_ledger.cli.support import ledger_errors, project_options
 from project_ledger.config import Settings, comma_list
+from project_ledger.maintenance.access import OWNER, AccessService
 
 DEFAULT_PORT = 8766
 
@@ -36,19 +37,30 @@ def inspect_command(settings: Settings, host: str, port: int, no_auth: bool) -> 
       project-ledger inspect --port 0           # any free port; the address is printed
       LEDGER_AUTH_TOKEN=$(openssl rand -hex 32) project-ledger inspect --host 0.0.0.0
     """
+    access, token = server_access(settings, host, no_auth)  # the inspector knows only the owner's token
+    try:
+        _serve(settings, host, port, token, access)
+    finally:
+        access.close()
+
+
+def _serve(settings: Settings, host: str, port: int, token: str | None, access: AccessService) -> None:
+    """Bind, open the ledger, and serve until interrupted; pins and forgets made on the page are audited."""
     import uvicorn
 
     from project_ledger.factory import open_ledger
     from project_ledger.inspector.app import inspector_app
     from project_ledger.inspector.security import allowed_hosts, allowed_origins, url_host
-    access, token = server_access(settings, host, no_auth)
-    access.close()  # the inspector knows only the owner's token
+
     listener = _listen(host, port)
     port = listener.getsockname()[1]
     hosts = allowed_hosts(host, port, comma_list(settings.http_allowed_hosts))
     origins = allowed_origins(host, port, comma_list(settings.http_allowed_origins))
     ledger = open_ledger(settings, Path.cwd())
-    app = inspector_app(ledger, hosts=hosts, origins=origins, token=token)
+    actor = "anonymous" if token is None else OWNER
+    app = inspector_app(
+        ledger, hosts=hosts, origins=origins, token=token, audit=lambda tool, ids: access.record(actor, tool, ids)
+    )
     query = "" if token is None else f"?token={urllib.parse.quote(token)}"
     click.echo(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

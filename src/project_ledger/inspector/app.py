@@ -64,12 +64,16 @@ def number(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+Audit = Callable[[str, list[str]], None]
+
+
 class Inspector:
     """The routes, as bound methods over one open service."""
 
-    def __init__(self, ledger: LedgerService, form_token: FormToken) -> None:
+    def __init__(self, ledger: LedgerService, form_token: FormToken, audit: Audit) -> None:
         self.ledger = ledger
         self.form_token = form_token
+        self.audit = audit
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"),
             autoescape=True,
@@ -136,10 +140,9 @@ class Inspector:
         fields = await self.form(request)
         if fields is None:
             return self.expired(request)
-        if flag(fields, "pinned"):
-            await self.call(lambda: self.ledger.pin(memory_id))
-        else:
-            await self.call(lambda: self.ledger.unpin(memory_id))
+        pinned = flag(fields, "pinned")
+        await self.call(lambda: self.ledger.pin(memory_id) if pinned else self.ledger.unpin(memory_id))
+        await self.call(lambda: self.audit("pin" if pinned else "unpin", [memory_id]))
         return RedirectResponse(f"/memories/{quote(memory_id, safe='')}", status_code=303)
 
     async def confirm_forget(self, request: Request) -> Response:
@@ -155,6 +158,7 @@ class Inspector:
         if fields is None:
             return self.expired(request)
         result = await self.call(lambda: self.ledger.forget(memory_id))
+        await self.call(lambda: self.audit("forget", [memory_id, *result.also_forgotten]))
         also = f"&also={len(result.also_forgotten)}" if result.also_forgotten else ""
         return RedirectResponse(f"/memories?forgotten={quote(memory_id, safe='')}{also}", status_code=303)
 
@@ -240,10 +244,12 @@ class Inspector:
         return self.problem(request, 500, f"Unexpected {type(exc).__name__}: {exc}. Nothing stored was changed by showing this page; the log has the details.")
 
 
-def inspector_app(ledger: LedgerService, hosts: set[str], origins: set[str], token: str | None) -> ASGIApp:
+def inspector_app(
+    ledger: LedgerService, hosts: set[str], origins: set[str], token: str | None, audit: Audit | None = None
+) -> ASGIApp:
     """The ASGI app: the routes behind the Host/Origin/token guard. It starts the service (index and model
-    load in the background) and closes it on shutdown."""
-    pages = Inspector(ledger, FormToken())
+    load in the background) and closes it on shutdown. `audit(tool, ids)` records each pin, unpin and forget."""
+    pages = Inspector(ledger, FormToken(), audit or (lambda tool, ids: None))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
