@@ -23,7 +23,7 @@ from project_ledger.maintenance.access import AccessService, covers
 from project_ledger.mcp.http import RateLimit
 from project_ledger.mcp.scopes import TOOL_SCOPES, needed_scope
 
-from .conftest import EXECUTABLE, Project, run_cli
+from .conftest import EXECUTABLE, Project, connect, run_cli
 from .test_http import client, free_port, post
 
 pytestmark = pytest.mark.anyio
@@ -258,3 +258,18 @@ async def test_the_inspector_wants_its_token_once_then_a_cookie_and_audits_its_p
             assert pinned.status_code == 303
     entries = json.loads(ledger(project, "audit", "--json").stdout)
     assert [(e["actor"], e["tool"], e["ids"]) for e in entries] == [("owner", "pin", [memory])]
+
+
+async def test_a_local_client_is_audited_as_local_and_the_trail_outlives_the_forget(project: Project) -> None:
+    async with connect(project) as agent:
+        memory = await agent.remember("The billing cron runs at 02:00 UTC on the worker host.", kind="decision")
+        await agent.call("pin", id=memory)
+        await agent.call("forget", id=memory)
+        assert "forget" in {tool.name for tool in (await agent.session.list_tools()).tools}  # this machine's user: all
+    forgot_on_the_shell = run_cli(project, "remember", "Payroll exports are encrypted with age.").stdout.split()[0]
+    assert run_cli(project, "forget", forgot_on_the_shell, "--yes").returncode == 0
+    shown = ledger(project, "audit", "--json").stdout
+    assert [(e["actor"], e["tool"], e["ids"]) for e in json.loads(shown)] == [
+        ("local", "pin", [memory]), ("local", "forget", [memory]), ("local", "forget", [forgot_on_the_shell])
+    ]
+    assert "billing" not in shown and "Payroll" not in shown

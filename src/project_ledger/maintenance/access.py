@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from project_ledger.config import ProjectPaths
 from project_ledger.errors import InvalidArgument
 from project_ledger.storage.access import AccessStore, AuditEntry, StoredToken
 
@@ -54,6 +55,11 @@ class AccessService:
     @classmethod
     def open(cls, journal: Path, owner_token: str | None = None, wait_seconds: float = 15.0) -> AccessService:
         return cls(AccessStore(journal, wait_seconds), owner_token)
+
+    @classmethod
+    def of_project(cls, paths: ProjectPaths) -> AccessService:
+        """The tokens and audit trail kept in this project's journal."""
+        return cls.open(paths.journal)
 
     def close(self) -> None:
         self.store.close()

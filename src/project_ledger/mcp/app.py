@@ -39,6 +39,7 @@ from project_ledger.errors import LedgerError
 from project_ledger.factory import open_ledger
 from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.mcp.roots import ClientRoots
+from project_ledger.mcp.scopes import ScopeGuard
 from project_ledger.memory.context_sections import render_memory
 from project_ledger.memory.gist_sampling import SamplingFailed, Writer
 from project_ledger.memory.recall import render_results
@@ -356,6 +357,8 @@ def create_server(
     roots = ClientRoots(handle, choice.source, follow=follow_roots and not explicit)
     tools = LedgerTools(handle, roots, settings.sampling, settings.sampling_timeout_seconds)
 
+    guard = ScopeGuard()  # each call within its caller's scope; destructive ones audited
+
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
         handle.start()
@@ -363,6 +366,7 @@ def create_server(
             async with roots.running():
                 yield handle
         finally:
+            await anyio.to_thread.run_sync(guard.close)
             await anyio.to_thread.run_sync(handle.close)
 
     app = MCPServer(
@@ -377,6 +381,7 @@ def create_server(
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
+    app.middleware.append(guard)
     register(app, tools, settings.code_index)
     return app
 

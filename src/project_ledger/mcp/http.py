@@ -30,7 +30,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from project_ledger.errors import InvalidArgument
 from project_ledger.maintenance.access import AccessService, Caller
-from project_ledger.mcp.scopes import CALLER_KEY, ScopeGuard
+from project_ledger.mcp.scopes import CALLER_KEY
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -130,15 +130,14 @@ def http_app(
     app: MCPServer, host: str, port: int, access: AccessService, extra_hosts: list[str], extra_origins: list[str],
     *, limit: RateLimit, no_auth: bool = False,
 ) -> ASGIApp:
-    """The ASGI app to run: the SDK's streamable-HTTP app at /mcp, behind the token check (none with `no_auth`),
-    with each call checked against its caller's scope and destructive calls audited."""
+    """The ASGI app to run: the SDK's streamable-HTTP app at /mcp, behind the token check (none with `no_auth`) and
+    the rate limit. The caller it identifies is what the server's ScopeGuard checks each call against."""
     names = {host, "localhost", "127.0.0.1", "[::1]"} if is_loopback(host) else {host}
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=sorted({f"{name}:{port}" for name in names} | set(extra_hosts)),
         allowed_origins=sorted({f"http://{name}:{port}" for name in names} | set(extra_origins)),
     )
-    app.middleware.append(ScopeGuard(access))
     asgi: ASGIApp = app.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
     return BearerAuth(asgi, access, limit, required=not no_auth)
 

@@ -10,12 +10,18 @@ the audit trail with the caller's name and the ids, never any text.
 from __future__ import annotations
 
 import logging
+import threading
+from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp_types import CallToolResult, ListToolsResult, TextContent
 
+from project_ledger.errors import LedgerError
 from project_ledger.maintenance.access import LOCAL, AccessService, Caller, covers
+from project_ledger.mcp.handle import LedgerHandle
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +74,29 @@ def audited_ids(arguments: dict[str, Any], result: HandlerResult) -> list[str]:
 
 
 class ScopeGuard(ServerMiddleware[Any]):
-    """Filters tools/list to the caller's scope, refuses tools/call beyond it, and audits destructive calls."""
+    """Filters tools/list to the caller's scope, refuses tools/call beyond it, and audits destructive calls in the
+    journal of the project being served (which, over stdio, can change with the client's roots)."""
 
-    def __init__(self, access: AccessService) -> None:
-        self.access = access
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._access: dict[Path, AccessService] = {}
+
+    def close(self) -> None:
+        with self._lock:
+            for access in self._access.values():
+                access.close()
+            self._access.clear()
+
+    def _record(self, handle: object, actor: str, tool: str, ids: list[str]) -> None:
+        """Runs in a worker thread: a write may wait for another process's write lock."""
+        if not isinstance(handle, LedgerHandle):
+            return
+        paths = handle.get().paths
+        with self._lock:
+            access = self._access.get(paths.data_dir)
+            if access is None:
+                access = self._access[paths.data_dir] = AccessService.of_project(paths)
+        access.record(actor, tool, ids)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/list":
@@ -98,7 +123,7 @@ class ScopeGuard(ServerMiddleware[Any]):
             arguments = ctx.params.get("arguments")
             ids = audited_ids(arguments if isinstance(arguments, dict) else {}, result)
             try:
-                self.access.record(caller.name, tool, ids)
-            except Exception:  # the call is done; a failed audit write is logged, never turned into a failed call
-                log.exception("could not record %s by %s in the audit trail", tool, caller.name)
+                await anyio.to_thread.run_sync(self._record, ctx.lifespan_context, caller.name, tool, ids)
+            except LedgerError as exc:  # the call is done: a failed audit write is logged, not turned into a failed call
+                log.error("could not record %s by %s in the audit trail: %s", tool, caller.name, exc)
         return result
