@@ -4,12 +4,17 @@ the model, and that no text can close the tag it is rendered in."""
 from __future__ import annotations
 
 import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 
+from project_ledger.storage.journal import Journal
 from project_ledger.text.injection import defang, looks_like_instructions
 
 from .conftest import Project, connect
+from .test_schema import journal_at
 
 # Shapes prompt injections take, from plain to disguised; each must be flagged.
 INJECTIONS = [
@@ -106,3 +111,19 @@ async def test_injections_stored_by_remember_come_back_flagged_delimited_and_are
     async with connect(project) as restarted:  # the session-start instructions a client gets unasked
         assert honest in (restarted.instructions or "") and INJECTIONS[-1] not in (restarted.instructions or "")
         assert pinned in (restarted.instructions or "")
+
+
+def test_memories_stored_before_the_flag_existed_are_judged_on_upgrade(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    journal_at(path, 5)  # the last schema without the flag
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "INSERT INTO memories (seq, id, text, kind, content_hash, created_at, updated_at, rev) "
+            "VALUES (5, 'm0000000005', ?, 'note', 'hash-5', '2026-03-02T10:00:00Z', '2026-03-02T10:00:00Z', 5)",
+            (INJECTIONS[0],),
+        )
+    journal = Journal(path)
+    try:
+        assert journal.get("m0000000005").suspicious and not journal.get("m0000000002").suspicious
+    finally:
+        journal.close()
