@@ -41,7 +41,7 @@ _NEW_ROLE = re.compile(
     re.IGNORECASE,
 )
 _ROLE_MARKER = re.compile(
-    r"^\s*(?:system|assistant|developer)\s*:|^\s*#{1,6}\s*(?:system|instructions?)(?:\s+prompt)?\s*:?\s*$",
+    r"^\s*(?:system|developer)\s*:|^\s*#{1,6}\s*(?:system|instructions?)(?:\s+prompt)?\s*:?\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _TEMPLATE_TOKEN = re.compile(
