@@ -174,6 +174,10 @@ async def test_loopback_needs_a_token_that_another_local_user_does_not_have(shar
         assert post(url, Authorization=f"Bearer {token}").status_code == 200
     with running(project, "serve", "--transport", "http", "--port", str(free_port()), banner=r"at (http://\S+/mcp)") as (_, url):
         assert post(url, Authorization=f"Bearer {token}").status_code == 200  # the same token after a restart
+    project.env["LEDGER_AUTH_TOKEN"] = own = "own-" + "f00d" * 8
+    with running(project, "serve", "--transport", "http", "--port", str(free_port()), banner=r"at (http://\S+/mcp)") as (log, url):
+        assert post(url, Authorization=f"Bearer {token}").status_code == 401  # the owner's setting replaces the file's
+        assert post(url, Authorization=f"Bearer {own}").status_code == 200 and own not in log  # and stays out of logs
 
 
 async def test_no_auth_is_refused_off_loopback_and_explicit_on_it(project: Project) -> None:

@@ -61,7 +61,8 @@ def _serve(settings: Settings, host: str, port: int, token: str | None, access: 
     app = inspector_app(
         ledger, hosts=hosts, origins=origins, token=token, audit=lambda tool, ids: access.record(actor, tool, ids)
     )
-    query = "" if token is None else f"?token={urllib.parse.quote(token)}"
+    # the data directory's token is shown, as Jupyter shows its own; one set by its owner stays out of logs
+    query = f"?token={urllib.parse.quote(token)}" if token is not None and settings.http_token() is None else ""
     click.echo(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])

@@ -89,7 +89,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     access, token = server_access(settings, host, no_auth)
     app = create_server(settings, Path.cwd(), follow_roots=False)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
-    if token is not None:
+    if token is not None and settings.http_token() is None:  # a token set by its owner stays out of logs
         click.echo(f"clients send the header  Authorization: Bearer {token}", err=True)
     hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
     try:
