@@ -146,9 +146,19 @@ def _m004_create_memory_sources(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memories_session ON memories(session, kind) WHERE deleted_at IS NULL")
 
 
+def _m005_create_transcript_offsets(db: sqlite3.Connection) -> None:
+    """How far each client transcript has been read into the journal: the byte offset just past the last complete
+    line taken, per session and transcript file, so a hook or an import reads only what was added since."""
+    db.execute(
+        "CREATE TABLE transcript_offsets (session TEXT NOT NULL, transcript TEXT NOT NULL, byte_offset INTEGER NOT NULL, "
+        "updated_at TEXT NOT NULL, PRIMARY KEY (session, transcript)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
     _m003_create_memory_links,
     _m004_create_memory_sources,
+    _m005_create_transcript_offsets,
 )
