@@ -18,11 +18,13 @@ from pathlib import Path
 
 import click
 
+from project_ledger.cli.hooks import hook_group
 from project_ledger.cli.inspect import inspect_command
 from project_ledger.cli.memories import forget, history, pin, unpin
 from project_ledger.cli.migrate import migrate
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
 from project_ledger.cli.setup import config_command, init
+from project_ledger.cli.transcripts import import_transcripts
 from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.memory.recall import render_results
@@ -441,3 +443,5 @@ for command in (history, pin, unpin, forget):
     main.add_command(command)
 main.add_command(migrate)
 main.add_command(inspect_command)
+main.add_command(hook_group)
+main.add_command(import_transcripts)

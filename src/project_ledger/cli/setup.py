@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import click
 
-from project_ledger.cli.client_config import CLIENTS, ConfigFileError, merge, server_command, server_entry, snippet
+from project_ledger.cli.client_config import (
+    CLIENTS,
+    ConfigFileError,
+    hook_command,
+    hooks_block,
+    merge,
+    merge_hooks,
+    server_command,
+    server_entry,
+    snippet,
+)
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
@@ -71,8 +82,10 @@ def init(settings: Settings, no_index: bool) -> None:
 @click.option("--write", is_flag=True, help="Merge the entry into the client's file (other servers are kept) instead of printing it.")
 @click.option("--name", default="ledger", show_default=True, help="The server's name in the client.")
 @click.option("--uvx", "use_uvx", is_flag=True, help="Start the server with uvx instead of this installation's interpreter.")
+@click.option("--hooks", is_flag=True, help="claude-code only: the hooks that record the conversation and inject memories, instead of the server.")
+@click.option("--shared", is_flag=True, help="With --hooks: .claude/settings.json (shared with the team) instead of .claude/settings.local.json.")
 @project_options
-def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool) -> None:
+def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool, hooks: bool, shared: bool) -> None:
     """Print, or with --write merge, the configuration that starts this project's server in CLIENT.
 
     The command and --root are absolute paths, so the entry works whatever PATH and working directory the client
@@ -84,9 +97,15 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
       project-ledger config claude-code --write
       project-ledger config claude-desktop --root ~/src/app --write
       project-ledger config vscode --uvx
+      project-ledger config claude-code --hooks --write
     """
     target = CLIENTS[client]
     root = project_root(settings)
+    if hooks or shared:
+        if client != "claude-code" or not hooks:
+            raise click.ClickException("--hooks is for claude-code only, and --shared goes with --hooks")
+        configure_hooks(root, settings.data_dir, write=write, shared=shared)
+        return
     uvx = None
     if use_uvx and (uvx := shutil.which("uvx")) is None:
         raise click.ClickException("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) or leave out --uvx")
@@ -109,3 +128,20 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
     if target.project_file:
         click.echo("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
     click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
+
+
+def configure_hooks(root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
+    """Print, or merge into Claude Code's project settings, the ledger's hook on each event."""
+    command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None)
+    path = root / ".claude" / ("settings.json" if shared else "settings.local.json")
+    if not write:
+        click.echo(json.dumps(hooks_block(command), indent=2))
+        click.echo(f"(merge into {path}, or rerun with --write)", err=True)
+        return
+    try:
+        outcome = merge_hooks(path, command)
+    except ConfigFileError as exc:
+        raise click.ClickException(f"{exc}; add the hooks by hand (run without --write to print them)") from None
+    click.echo(f"{outcome} the ledger's hooks in {path}")
+    if outcome != "unchanged":
+        click.echo("they take effect in the next Claude Code session; `project-ledger doctor` shows whether they ran", err=True)

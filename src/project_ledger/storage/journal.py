@@ -38,6 +38,11 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def iso_utc(epoch: float) -> str:
+    """Epoch seconds in the journal's date format (`utc_now`'s)."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 def iso_to_epoch(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
