@@ -180,6 +180,11 @@ def test_config_merges_the_hooks_idempotently_and_keeps_the_users_own(project: P
     shared = run_cli(project, "config", "claude-code", "--hooks", "--shared", "--write")
     assert shared.returncode == 0 and (project.root / ".claude" / "settings.json").exists()
 
+    hook(project, event(project, "SessionStart", source="startup"))
+    hook(project, b"{not json")  # `doctor` reports the hooks installed, and that their last run failed
+    doctor = {finding["check"]: finding for finding in json.loads(run_cli(project, "doctor", "--json").stdout)}
+    assert doctor["hooks"]["state"] == "warning" and "last run failed" in doctor["hooks"]["detail"]
+
     settings.write_text('{"hooks": {} // a comment\n}')
     refused = run_cli(project, "config", "claude-code", "--hooks", "--write")
     assert refused.returncode == 1 and "not plain JSON" in refused.stderr

@@ -121,6 +121,10 @@ def hook_group() -> None:
 
     It records the conversation as turns and hands the agent relevant memories. It always exits 0 and
     prints nothing on failure; see <data dir>/logs/hooks.log.
+
+    \b
+    Example:
+      project-ledger config claude-code --hooks --write   # then Claude Code runs `project-ledger hook claude-code`
     """
 
 

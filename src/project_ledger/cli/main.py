@@ -34,6 +34,7 @@ EXAMPLES = """
 Examples:
   project-ledger init                       # data directory, first code index, a drafted project_context.md
   project-ledger config claude-code --write # or cursor, vscode, claude-desktop
+  project-ledger config claude-code --hooks --write  # record the conversation, inject relevant memories
   project-ledger serve                      # stdio MCP server for this repository
   project-ledger remember "Use Postgres 16" --kind decision --tag db
   project-ledger recall "which database?" -k 3

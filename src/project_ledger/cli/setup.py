@@ -73,7 +73,9 @@ def init(settings: Settings, no_index: bool) -> None:
         "\nNext:\n"
         "  1. Finish project_context.md: every session starts with it.\n"
         "  2. Connect your agent:  project-ledger config claude-code --write   (or cursor, vscode, claude-desktop)\n"
-        "  3. See what it will get: project-ledger context"
+        "  3. Claude Code: let the ledger record the conversation and hand the agent relevant memories by itself:\n"
+        "     project-ledger config claude-code --hooks --write   (then `project-ledger import-transcripts` for past sessions)\n"
+        "  4. See what it will get: project-ledger context"
     )
 
 
