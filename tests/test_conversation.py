@@ -11,6 +11,7 @@ import pytest
 from project_ledger.memory.conversation import (
     HookInputError,
     choose_injection,
+    estimate_tokens,
     hook_output,
     parse_event,
     read_transcript,
@@ -18,6 +19,7 @@ from project_ledger.memory.conversation import (
     tool_line,
 )
 from project_ledger.models import RecallHit
+from project_ledger.text.tokens import TokenCounter
 
 TRANSCRIPT = Path(__file__).parent / "fixtures" / "transcripts" / "session.jsonl"
 
@@ -114,3 +116,16 @@ def test_hook_input_is_checked_and_the_output_is_the_documented_shape() -> None:
         parse_event({"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": "/repo"})
     assert hook_output("SessionStart", None) == ""
     assert json.loads(hook_output("SessionStart", "ctx")) == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "ctx"}}
+
+
+def test_the_estimate_keeps_an_injection_within_its_budget_in_real_tokens() -> None:
+    texts = [
+        "Invoice exports retry with exponential backoff: 250ms doubling to 8s, at most 5 tries (billing/export.py, RetryPolicy).",
+        "src/project_ledger/storage/journal.py::Journal.insert takes the write lock up front; mcp__ledger__recall ids=[m0a1b2c3d4e]",
+        "Kunden-Rechnungen werden am 3. Werktag verschickt; Stripe-Webhooks `invoice.payment_failed` lösen E2010 aus.",
+        "0x7f3a 9c1e 44b2 ab19 // SELECT id, kind FROM memories WHERE session = ? AND kind = 'turn' ORDER BY seq DESC LIMIT 8",
+    ]
+    hits = [hit(f"m{n:010d}", 0.9, text=texts[n % len(texts)] * 3) for n in range(8)]
+    text = render_injection(hits, 400, estimate_tokens)
+    assert text is not None and text.count("\n- ") >= 3
+    assert TokenCounter().count(text) <= 400

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from project_ledger.text.tokens import TokenCounter
+
 from .conftest import EXECUTABLE, Project, cli, journal_bytes, run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transcripts" / "session.jsonl"
@@ -68,6 +70,7 @@ def test_a_session_fills_the_ledger_and_gets_relevant_memories_back(project: Pro
 
     injected = context_of(hook(project, event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?")), "UserPromptSubmit")
     assert pinned in injected and "decision" in injected and "ids=" in injected
+    assert TokenCounter().count(injected) <= 400  # LEDGER_HOOK_INJECT_TOKENS, counted as the pack counts tokens
     hook(project, event(project, "UserPromptSubmit", prompt=f"Use my token {GITHUB_TOKEN} for the release"))
     assert GITHUB_TOKEN.encode() not in journal_bytes(project)  # redacted before it was stored
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.models import RecallHit
+from project_ledger.search.index import SearchFilter
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +202,12 @@ def read_transcript(data: bytes, start: int = 0, roles: Sequence[str] = ("user",
 # -- what a prompt gets -----------------------------------------------------------------
 
 
+def estimate_tokens(text: str) -> int:
+    """Tokens of `text`, over-estimated: a character in three. cl100k averages about four characters a token on
+    English and nearer three on ids and paths; loading the real tokenizer costs a hook process about 0.2 s."""
+    return -(-len(text) // 3)
+
+
 def choose_injection(
     hits: Iterable[RecallHit], *, session: str, floor: float, exclude: Iterable[str] = ()
 ) -> list[RecallHit]:
@@ -313,10 +320,13 @@ class Conversation:
             stored_id, outcome.stored = result.id, int(result.created)
         if not inject:
             return outcome
-        found = self.ledger.recall(event.prompt, k=8, current_session=event.session, min_relevance=self.params.inject_floor)
-        chosen = choose_injection(found.results, session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
-        outcome.context = render_injection(chosen, self.params.inject_tokens, self.ledger.tokens.count)
+        retrieval = self.ledger.retrieval
+        query = retrieval.validate.text(event.prompt, "prompt")
+        ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor).ranked
+        chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
+        outcome.context = render_injection(chosen, self.params.inject_tokens, estimate_tokens)
         outcome.injected = [hit.id for hit in chosen if outcome.context and hit.id in outcome.context]
+        retrieval.touch([r.seq for r in ranked if r.memory.id in outcome.injected])  # handed out, as a recall's are
         return outcome
 
     def record(self, session: str, transcript: Path, roles: Sequence[str], *, import_dates: bool = False) -> int:
