@@ -33,7 +33,7 @@ COMMAND = [sys.executable, "-m", "project_ledger", "hook", "claude-code"]
 def timed_run(argv: list[str], payload: dict[str, object] | None, cwd: Path) -> tuple[float, str]:
     started = time.perf_counter()
     completed = subprocess.run(
-        argv, input=json.dumps(payload) if payload is not None else "", capture_output=True, text=True, cwd=cwd, timeout=120
+        argv, input=json.dumps(payload) if payload is not None else "", capture_output=True, text=True, cwd=cwd, timeout=120, check=False
     )
     elapsed = time.perf_counter() - started
     if completed.returncode != 0:
@@ -93,8 +93,10 @@ def main() -> None:
             row("for scale: `python -c pass`", times["python"]),
             row("for scale: importing the ledger's CLI", times["imports"]),
             "",
-            f"{args.size:,} memories, {args.runs} calls per event. Measured {time.strftime('%Y-%m-%d')} on {machine} "
-            f"(shared; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), with `python benchmarks/hooks.py`.",
+            (
+                f"{args.size:,} memories, {args.runs} calls per event. Measured {time.strftime('%Y-%m-%d')} on {machine} "
+                f"(shared; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), with `python benchmarks/hooks.py`."
+            ),
         ]
     )
     print(table)

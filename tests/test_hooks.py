@@ -28,7 +28,7 @@ def hook(project: Project, payload: dict[str, Any] | bytes, *, cwd: Path | None 
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     completed = subprocess.run(
         [EXECUTABLE, "hook", "claude-code"], input=raw.decode("utf-8", "replace"), capture_output=True, text=True,
-        env={**os.environ, **project.env}, cwd=cwd or project.root, timeout=120,
+        env={**os.environ, **project.env}, cwd=cwd or project.root, timeout=120, check=False,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr
     return completed
