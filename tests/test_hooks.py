@@ -210,3 +210,32 @@ def test_import_transcripts_keeps_dates_and_sessions_and_stores_nothing_twice(pr
 
     hits = cli(project, "recall", "how does the invoice export back off", "--json")["results"]
     assert any("250ms" in h["text"] for h in hits)
+
+
+def cursor_hook(project: Project, payload: dict[str, Any] | bytes) -> subprocess.CompletedProcess[str]:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload)
+    completed = subprocess.run(
+        [EXECUTABLE, "hook", "cursor"], input=raw if isinstance(raw, str) else raw.decode(), capture_output=True, text=True,
+        env={**os.environ, **project.env}, cwd=project.root, timeout=120, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    return completed
+
+
+def test_cursor_hooks_record_the_conversation_and_never_block_it(project: Project) -> None:
+    common = {"conversation_id": "cursor-1", "generation_id": "g1", "workspace_roots": [str(project.root)]}
+    asked = cursor_hook(project, {**common, "hook_event_name": "beforeSubmitPrompt", "prompt": "Where do webhooks land?", "attachments": []})
+    assert json.loads(asked.stdout) == {"continue": True}
+    assert cursor_hook(project, {**common, "hook_event_name": "afterAgentResponse", "text": "In api/webhooks.py."}).stdout == ""
+    assert cursor_hook(project, {**common, "hook_event_name": "stop", "status": "completed"}).stdout == ""
+    stored = [(m["role"], m["text"]) for m in memories(project) if m["session"] == "cursor-1" and m["kind"] == "turn"]
+    assert stored == [("user", "Where do webhooks land?"), ("assistant", "In api/webhooks.py.")]
+    assert any(m["kind"] == "summary" and m["session"] == "cursor-1" for m in memories(project))
+
+    assert cursor_hook(project, {"hook_event_name": "stop"}).stdout == ""  # no conversation: logged, never blocking
+    assert " error - " in log_lines(project)[-1] and "conversation_id" in log_lines(project)[-1]
+
+    assert cli(project, "config", "cursor", "--hooks", "--write").startswith("added")
+    assert cli(project, "config", "cursor", "--hooks", "--write").startswith("unchanged")
+    document = json.loads((project.root / ".cursor" / "hooks.json").read_text())
+    assert document["version"] == 1 and set(document["hooks"]) == {"beforeSubmitPrompt", "afterAgentResponse", "stop"}

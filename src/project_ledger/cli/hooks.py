@@ -56,22 +56,23 @@ def hook_settings(data_dir: Path | None) -> Settings:
     return settings.model_copy(update={"code_index": False, "watch": False, "journal_wait_seconds": settings.hook_wait_seconds})
 
 
-def run_hook(raw: bytes, data_dir_option: Path | None) -> str:
-    """Handle one hook call; returns what to print (possibly nothing). Never raises."""
+def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-code") -> str:
+    """Handle one hook call of `client` (claude-code or cursor); returns what to print (possibly nothing). Never
+    raises."""
     from project_ledger.storage.journal import utc_now
 
     started = time.perf_counter()
     name, session, data_dir = "-", "-", data_dir_option
     try:
         from project_ledger.config import resolve_paths
-        from project_ledger.memory.conversation import Conversation, HookParams, hook_output, parse_event
+        from project_ledger.memory.conversation import Conversation, HookParams, hook_output, parse_cursor_event, parse_event
 
         try:
             payload: Any = json.loads(raw)
         except ValueError as exc:
             raise ValueError(f"hook input is not JSON ({exc})") from None
-        event = parse_event(payload)
-        name, session = event.name, event.session
+        event = parse_cursor_event(payload) if client == "cursor" else parse_event(payload)
+        name, session = event.name if client == "claude-code" else f"cursor/{payload['hook_event_name']}", event.session
         settings = hook_settings(data_dir_option)
         data_dir = resolve_paths(settings, event.cwd).data_dir
         from project_ledger.factory import open_services
@@ -84,14 +85,17 @@ def run_hook(raw: bytes, data_dir_option: Path | None) -> str:
 
             params = HookParams(
                 start_tokens=settings.hook_start_tokens,
-                inject_tokens=settings.hook_inject_tokens,
+                inject_tokens=settings.hook_inject_tokens if client == "claude-code" else 0,  # Cursor's prompt hook takes no context
                 inject_floor=settings.hook_inject_floor,
                 record=settings.hook_record,
             )
             outcome = Conversation(services.ledger, params, open_index).handle(event)
         finally:
             services.close()
-        output = hook_output(event.name, outcome.context)
+        if client == "cursor":  # beforeSubmitPrompt answers whether the prompt goes on; the others answer nothing
+            output = json.dumps({"continue": True}) if event.name == "UserPromptSubmit" else ""
+        else:
+            output = hook_output(event.name, outcome.context)
         details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
         state = "ok"
     except BaseException as exc:  # noqa: BLE001 - a hook must not fail the session, whatever happened
@@ -144,5 +148,25 @@ def claude_code_hook(data_dir: Path | None) -> None:
     except (OSError, ValueError):
         raw = b""
     output = run_hook(raw, data_dir)
+    if output:
+        click.echo(output)
+
+
+@hook_group.command("cursor")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
+def cursor_hook(data_dir: Path | None) -> None:
+    """Handle one Cursor hook event, its JSON on stdin: beforeSubmitPrompt and afterAgentResponse record the turn,
+    stop rolls the session's gist forward. Cursor's prompt hook cannot add context, so nothing is injected.
+
+    \b
+    Example (.cursor/hooks.json):
+      {"version": 1, "hooks": {"beforeSubmitPrompt": [{"command": "project-ledger hook cursor"}],
+       "afterAgentResponse": [{"command": "project-ledger hook cursor"}], "stop": [{"command": "project-ledger hook cursor"}]}}
+    """
+    try:
+        raw = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        raw = b""
+    output = run_hook(raw, data_dir, client="cursor")
     if output:
         click.echo(output)

@@ -11,9 +11,11 @@ import click
 from project_ledger.cli.client_config import (
     CLIENTS,
     ConfigFileError,
+    cursor_hooks_block,
     hook_command,
     hooks_block,
     merge,
+    merge_cursor_hooks,
     merge_hooks,
     server_command,
     server_entry,
@@ -84,7 +86,9 @@ def init(settings: Settings, no_index: bool) -> None:
 @click.option("--write", is_flag=True, help="Merge the entry into the client's file (other servers are kept) instead of printing it.")
 @click.option("--name", default="ledger", show_default=True, help="The server's name in the client.")
 @click.option("--uvx", "use_uvx", is_flag=True, help="Start the server with uvx instead of this installation's interpreter.")
-@click.option("--hooks", is_flag=True, help="claude-code only: the hooks that record the conversation and inject memories, instead of the server.")
+@click.option(
+    "--hooks", is_flag=True, help="claude-code, cursor: the hooks that record the conversation (and inject memories), instead of the server."
+)
 @click.option("--shared", is_flag=True, help="With --hooks: .claude/settings.json (shared with the team) instead of .claude/settings.local.json.")
 @project_options
 def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool, hooks: bool, shared: bool) -> None:
@@ -104,9 +108,9 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
     target = CLIENTS[client]
     root = project_root(settings)
     if hooks or shared:
-        if client != "claude-code" or not hooks:
-            raise click.ClickException("--hooks is for claude-code only, and --shared goes with --hooks")
-        configure_hooks(root, settings.data_dir, write=write, shared=shared)
+        if client not in ("claude-code", "cursor") or not hooks or (shared and client != "claude-code"):
+            raise click.ClickException("--hooks is for claude-code and cursor, and --shared goes with claude-code --hooks")
+        configure_hooks(client, root, settings.data_dir, write=write, shared=shared)
         return
     uvx = None
     if use_uvx and (uvx := shutil.which("uvx")) is None:
@@ -132,18 +136,22 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
     click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
 
 
-def configure_hooks(root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
-    """Print, or merge into Claude Code's project settings, the ledger's hook on each event."""
-    command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None)
-    path = root / ".claude" / ("settings.json" if shared else "settings.local.json")
+def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
+    """Print, or merge into the client's project settings (Claude Code's, or Cursor's hooks.json), the ledger's hook
+    on each event."""
+    command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None, client)
+    if client == "cursor":
+        path, block, merger = root / ".cursor" / "hooks.json", cursor_hooks_block(command), merge_cursor_hooks
+    else:
+        path, block, merger = root / ".claude" / ("settings.json" if shared else "settings.local.json"), hooks_block(command), merge_hooks
     if not write:
-        click.echo(json.dumps(hooks_block(command), indent=2))
+        click.echo(json.dumps(block, indent=2))
         click.echo(f"(merge into {path}, or rerun with --write)", err=True)
         return
     try:
-        outcome = merge_hooks(path, command)
+        outcome = merger(path, command)
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; add the hooks by hand (run without --write to print them)") from None
     click.echo(f"{outcome} the ledger's hooks in {path}")
     if outcome != "unchanged":
-        click.echo("they take effect in the next Claude Code session; `project-ledger doctor` shows whether they ran", err=True)
+        click.echo(f"they take effect in the next {client} session; .ledger/logs/hooks.log has a line per run", err=True)

@@ -50,6 +50,7 @@ class HookEvent:
     source: str | None = None  # SessionStart: startup, resume, clear or compact
     prompt: str | None = None  # UserPromptSubmit
     agent_transcript: Path | None = None  # SubagentStop, where the client names the subagent's own transcript
+    reply: str | None = None  # AgentResponse (Cursor's afterAgentResponse): the agent's message, when no transcript is read
 
 
 def parse_event(payload: Any) -> HookEvent:
@@ -79,6 +80,32 @@ def parse_event(payload: Any) -> HookEvent:
         prompt=text("prompt", required=name == "UserPromptSubmit"),
         agent_transcript=Path(agent) if agent else None,
     )
+
+
+CURSOR_EVENTS = {"beforeSubmitPrompt": "UserPromptSubmit", "afterAgentResponse": "AgentResponse", "stop": "SessionEnd"}
+
+
+def parse_cursor_event(payload: Any) -> HookEvent:
+    """A Cursor hook's input (`.cursor/hooks.json`): `conversation_id` is the session, the first of
+    `workspace_roots` the project. beforeSubmitPrompt carries `prompt`, afterAgentResponse `text`; `stop` ends a
+    turn of the agent loop, and rolls the session's gist forward."""
+    if not isinstance(payload, dict):
+        raise HookInputError(f"hook input must be a JSON object, not {type(payload).__name__}")
+    name, session, roots = payload.get("hook_event_name"), payload.get("conversation_id"), payload.get("workspace_roots")
+    if name not in CURSOR_EVENTS:
+        raise HookInputError(f"Cursor hook event {name!r} is not handled; configure the ledger's hook for {', '.join(CURSOR_EVENTS)}")
+    if not isinstance(session, str) or not session.strip():
+        raise HookInputError("hook input field 'conversation_id' must be a non-empty string")
+    if not isinstance(roots, list) or not roots or not isinstance(roots[0], str):
+        raise HookInputError("hook input field 'workspace_roots' must list the workspace's folders")
+    field_name = {"beforeSubmitPrompt": "prompt", "afterAgentResponse": "text"}.get(name)
+    text = payload.get(field_name) if field_name else None
+    if field_name and not isinstance(text, str):
+        raise HookInputError(f"hook input field {field_name!r} must be a string")
+    return HookEvent(
+        name=CURSOR_EVENTS[name], session=session, cwd=Path(roots[0]), transcript=None,
+        prompt=text if name == "beforeSubmitPrompt" else None, reply=text if name == "afterAgentResponse" else None,
+    )  # fmt: skip
 
 
 def hook_output(event: str, context: str | None) -> str:
@@ -287,6 +314,10 @@ class Conversation:
         if event.name == "UserPromptSubmit":
             return self.prompt(event)
         outcome = Outcome()
+        if event.reply is not None:
+            if self.params.record and event.reply.strip():
+                outcome.stored = int(self.ledger.remember(event.reply, kind="turn", session=event.session, role="assistant").created)
+            return outcome
         transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
         if transcript is not None and self.params.record:
             outcome.stored = self.record(event.session, transcript, roles=("assistant",))
