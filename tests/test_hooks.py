@@ -163,7 +163,13 @@ def test_a_missing_transcript_a_locked_journal_or_a_read_only_disk_never_fails_t
             item.chmod(0o755 if item.is_dir() else 0o644)
 
 
+def test_a_folder_that_is_no_project_gets_no_ledger(project: Project) -> None:
+    assert hook(project, event(project, "UserPromptSubmit", prompt="How do invoice exports retry?")).stdout == ""
+    assert not project.data_dir.exists()  # like `serve`: no .git, .ledger or project_context.md, no ledger
+
+
 def test_config_merges_the_hooks_idempotently_and_keeps_the_users_own(project: Project) -> None:
+    (project.root / ".git").mkdir()
     settings = project.root / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     own = {"type": "command", "command": "notify-send done"}
@@ -223,6 +229,7 @@ def cursor_hook(project: Project, payload: dict[str, Any] | bytes) -> subprocess
 
 
 def test_cursor_hooks_record_the_conversation_and_never_block_it(project: Project) -> None:
+    (project.root / ".git").mkdir()
     common = {"conversation_id": "cursor-1", "generation_id": "g1", "workspace_roots": [str(project.root)]}
     asked = cursor_hook(project, {**common, "hook_event_name": "beforeSubmitPrompt", "prompt": "Where do webhooks land?", "attachments": []})
     assert json.loads(asked.stdout) == {"continue": True}

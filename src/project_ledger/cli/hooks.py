@@ -74,6 +74,14 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
         event = parse_cursor_event(payload) if client == "cursor" else parse_event(payload)
         name, session = event.name if client == "claude-code" else f"cursor/{payload['hook_event_name']}", event.session
         settings = hook_settings(data_dir_option)
+        if settings.root is None:  # as `serve` finds it: a folder of a project, never the home directory or /
+            from project_ledger.errors import InvalidArgument
+            from project_ledger.project_root import from_working_directory
+
+            choice = from_working_directory(event.cwd)
+            if choice.root is None:
+                raise InvalidArgument(f"{choice.reason}; nothing recorded")
+            settings = settings.model_copy(update={"root": choice.root})
         data_dir = resolve_paths(settings, event.cwd).data_dir
         from project_ledger.factory import open_services
 
