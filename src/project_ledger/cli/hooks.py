@@ -127,6 +127,17 @@ def _data_dir_here() -> Path | None:
         return None
 
 
+def emit(output: str) -> None:
+    """Print the hook's answer; a client that stopped reading does not make the hook fail."""
+    if not output:
+        return
+    try:
+        sys.stdout.write(output + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
 @click.group("hook")
 def hook_group() -> None:
     """Run by an agent's client at points of its session (configure with `config claude-code --hooks`).
@@ -155,9 +166,7 @@ def claude_code_hook(data_dir: Path | None) -> None:
         raw = sys.stdin.buffer.read()
     except (OSError, ValueError):
         raw = b""
-    output = run_hook(raw, data_dir)
-    if output:
-        click.echo(output)
+    emit(run_hook(raw, data_dir))
 
 
 @hook_group.command("cursor")
@@ -175,6 +184,4 @@ def cursor_hook(data_dir: Path | None) -> None:
         raw = sys.stdin.buffer.read()
     except (OSError, ValueError):
         raw = b""
-    output = run_hook(raw, data_dir, client="cursor")
-    if output:
-        click.echo(output)
+    emit(run_hook(raw, data_dir, client="cursor"))

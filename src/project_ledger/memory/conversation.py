@@ -112,7 +112,8 @@ def hook_output(event: str, context: str | None) -> str:
     """What the hook prints: the context to add for the event, or nothing at all."""
     if not context:
         return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}, ensure_ascii=False)
+    # ASCII escapes: valid JSON whatever encoding the client gave this process's stdout.
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
 # -- transcripts ---------------------------------------------------------------------
