@@ -135,7 +135,7 @@ class Settings(BaseSettings):
         default=400, ge=0, description="Most tokens of memories a prompt hook injects before the agent answers (0: never inject)."
     )
     hook_inject_floor: float = Field(
-        default=0.4,
+        default=0.5,
         ge=0,
         le=1,
         description="Relevance a memory needs to be injected into a prompt: stricter than recall's, since nothing asked for it.",

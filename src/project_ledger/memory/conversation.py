@@ -284,7 +284,7 @@ def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[st
 class HookParams:
     start_tokens: int = 1500  # the session-start pack (LEDGER_HOOK_START_TOKENS)
     inject_tokens: int = 400  # memories injected into a prompt; 0 turns injection off (LEDGER_HOOK_INJECT_TOKENS)
-    inject_floor: float = 0.4  # relevance a memory needs to be injected (LEDGER_HOOK_INJECT_FLOOR)
+    inject_floor: float = 0.5  # relevance a memory needs to be injected (LEDGER_HOOK_INJECT_FLOOR)
     record: bool = True  # store prompts and replies as turns (LEDGER_HOOK_RECORD)
     gist_tokens: int = 600
 
