@@ -19,11 +19,14 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.models import RecallHit
 from project_ledger.search.index import SearchFilter
+
+if TYPE_CHECKING:
+    from project_ledger.memory.service import LedgerService
 
 log = logging.getLogger(__name__)
 
@@ -300,10 +303,10 @@ class Outcome:
 
 
 class Conversation:
-    """The hooks' work on one project's ledger. `ledger` is a `LedgerService`; `open_index` opens this process's
-    search index (BM25 is enough: a hook never loads the embedding model)."""
+    """The hooks' work on one project's ledger. `open_index` opens this process's search index (BM25 is enough: a
+    hook never loads the embedding model)."""
 
-    def __init__(self, ledger: Any, params: HookParams, open_index: Callable[[], None]) -> None:
+    def __init__(self, ledger: LedgerService, params: HookParams, open_index: Callable[[], None]) -> None:
         self.ledger = ledger
         self.journal = ledger.journal
         self.params = params
@@ -330,6 +333,8 @@ class Conversation:
         """The session-start pack; after a compaction it leads with this session's gist, which compaction did not
         drop."""
         budget = self.params.start_tokens
+        if budget <= 0:  # turned off (LEDGER_HOOK_START_TOKENS=0)
+            return Outcome()
         lead = ""
         if event.source == "compact" and (gist := next(iter(self.journal.gists(event.session)), None)):
             lead = f"This session so far (its gist in the project ledger, {gist.id}):\n{gist.text}\n\n"
