@@ -106,6 +106,10 @@ def test_a_journal_at_an_earlier_version_opens_upgraded_with_every_row_kept(tmp_
         assert created and journal.sources([captured], ["captured"]) == {captured: [turn]}
         assert journal.anchors([captured]) == {captured: [Anchor("file", "db.py", "", None)]}
         assert journal.forget(turn) == [captured]  # forgetting a turn forgets what was captured from it
+        assert journal.transcript_offset("s2", "/t/s2.jsonl") == 0
+        journal.set_transcript_offset("s2", "/t/s2.jsonl", 120)
+        journal.set_transcript_offset("s2", "/t/s2.jsonl", 360)
+        assert (journal.transcript_offset("s2", "/t/s2.jsonl"), journal.transcript_offset("s3", "/t/s2.jsonl")) == (360, 0)
     finally:
         journal.close()
 

@@ -127,6 +127,23 @@ class Settings(BaseSettings):
         "and `context` shows fewer of its raw recent turns.",
     )
 
+    hook_record: bool = Field(default=True, description="Client hooks store the user's prompts and the agent's replies as turns.")
+    hook_start_tokens: int = Field(
+        default=1500, ge=0, description="Size of the session-start pack a SessionStart hook hands the agent, in tokens (0: none)."
+    )
+    hook_inject_tokens: int = Field(
+        default=400, ge=0, description="Most tokens of memories a prompt hook injects before the agent answers (0: never inject)."
+    )
+    hook_inject_floor: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Relevance a memory needs to be injected into a prompt: stricter than recall's, since nothing asked for it.",
+    )
+    hook_wait_seconds: float = Field(
+        default=2.0, gt=0, le=60, description="How long a hook waits for another process's journal write lock before it gives up."
+    )
+
     auth_token: SecretStr | None = Field(
         default=None, description="Bearer token the HTTP transport requires (mandatory off loopback)."
     )

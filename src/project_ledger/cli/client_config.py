@@ -134,3 +134,100 @@ def write_atomically(path: Path, text: str) -> None:
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise ConfigFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# -- Claude Code hooks -------------------------------------------------------------------
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
+HOOK_MARK = "project_ledger hook claude-code"  # how an entry of ours is recognised among the user's own hooks
+HOOK_TIMEOUT_SECONDS = 10
+
+
+CURSOR_HOOK_EVENTS = ("beforeSubmitPrompt", "afterAgentResponse", "stop")
+
+
+def hook_command(data_dir: Path | None, client: str = "claude-code") -> str:
+    """The shell command the client runs for every event: this interpreter (absolute, as for the server entry)
+    running the hook; the project is found from the event's `cwd` (Cursor: its first workspace root)."""
+    import shlex
+
+    argv = [str(Path(sys.executable).absolute()), "-m", "project_ledger", "hook", client]
+    if data_dir is not None:
+        argv += ["--data-dir", str(data_dir)]
+    return shlex.join(argv)
+
+
+def hooks_block(command: str) -> dict[str, Any]:
+    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
+    return {"hooks": {event: [{"hooks": [dict(entry)]}] for event in HOOK_EVENTS}}
+
+
+def _ours(group: Any) -> bool:
+    return isinstance(group, dict) and any(
+        isinstance(hook, dict) and HOOK_MARK in str(hook.get("command", "")) for hook in group.get("hooks", []) or []
+    )
+
+
+def merge_hooks(path: Path, command: str) -> str:
+    """Put the ledger's hook on every event in the settings file at `path`, keeping every other key and every
+    other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        document = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
+    hooks = document.get("hooks", {}) if isinstance(document, dict) else None
+    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in HOOK_EVENTS):
+        raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
+    wanted = hooks_block(command)["hooks"]
+    merged = {**hooks}
+    found = False
+    for event in HOOK_EVENTS:
+        groups = hooks.get(event, [])
+        found = found or any(_ours(group) for group in groups)
+        merged[event] = [group for group in groups if not _ours(group)] + wanted[event]
+    if merged == hooks:
+        return "unchanged"
+    document["hooks"] = merged
+    write_atomically(path, json.dumps(document, indent=2) + "\n")
+    return "replaced" if found else "added"
+
+
+def cursor_hooks_block(command: str) -> dict[str, Any]:
+    return {"version": 1, "hooks": {event: [{"command": command}] for event in CURSOR_HOOK_EVENTS}}
+
+
+def merge_cursor_hooks(path: Path, command: str) -> str:
+    """Put the ledger's hook on Cursor's events in `.cursor/hooks.json`, keeping every other hook; an older entry of
+    ours is replaced. Returns added, replaced or unchanged."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        document = json.loads(text) if text.strip() else {"version": 1}
+    except ValueError as exc:
+        raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
+    hooks = document.get("hooks", {}) if isinstance(document, dict) else None
+    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in CURSOR_HOOK_EVENTS):
+        raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
+    mark = "project_ledger hook cursor"
+    merged = {**hooks}
+    found = False
+    for event in CURSOR_HOOK_EVENTS:
+        entries = hooks.get(event, [])
+        ours = [entry for entry in entries if isinstance(entry, dict) and mark in str(entry.get("command", ""))]
+        found = found or bool(ours)
+        merged[event] = [entry for entry in entries if entry not in ours] + [{"command": command}]
+    if merged == hooks:
+        return "unchanged"
+    document["hooks"] = merged
+    write_atomically(path, json.dumps(document, indent=2) + "\n")
+    return "replaced" if found else "added"

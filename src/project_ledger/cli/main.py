@@ -19,11 +19,13 @@ from pathlib import Path
 import click
 
 from project_ledger.cli.access import NO_AUTH_HELP, audit, audit_local, server_access, tokens
+from project_ledger.cli.hooks import hook_group
 from project_ledger.cli.inspect import inspect_command
 from project_ledger.cli.memories import forget, history, pin, unpin
 from project_ledger.cli.migrate import migrate
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
 from project_ledger.cli.setup import config_command, init
+from project_ledger.cli.transcripts import import_transcripts
 from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.memory.recall import render_results
@@ -33,6 +35,7 @@ EXAMPLES = """
 Examples:
   project-ledger init                       # data directory, first code index, a drafted project_context.md
   project-ledger config claude-code --write # or cursor, vscode, claude-desktop
+  project-ledger config claude-code --hooks --write  # record the conversation, inject relevant memories
   project-ledger serve                      # stdio MCP server for this repository
   project-ledger remember "Use Postgres 16" --kind decision --tag db
   project-ledger recall "which database?" -k 3
@@ -452,3 +455,5 @@ main.add_command(migrate)
 main.add_command(inspect_command)
 main.add_command(tokens)
 main.add_command(audit)
+main.add_command(hook_group)
+main.add_command(import_transcripts)

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import click
 
-from project_ledger.cli.client_config import CLIENTS, ConfigFileError, http_entry, merge, server_command, server_entry, snippet
+from project_ledger.cli.client_config import (
+    CLIENTS,
+    ConfigFileError,
+    cursor_hooks_block,
+    hook_command,
+    hooks_block,
+    http_entry,
+    merge,
+    merge_cursor_hooks,
+    merge_hooks,
+    server_command,
+    server_entry,
+    snippet,
+)
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
@@ -62,7 +76,9 @@ def init(settings: Settings, no_index: bool) -> None:
         "\nNext:\n"
         "  1. Finish project_context.md: every session starts with it.\n"
         "  2. Connect your agent:  project-ledger config claude-code --write   (or cursor, vscode, claude-desktop)\n"
-        "  3. See what it will get: project-ledger context"
+        "  3. Claude Code: let the ledger record the conversation and hand the agent relevant memories by itself:\n"
+        "     project-ledger config claude-code --hooks --write   (then `project-ledger import-transcripts` for past sessions)\n"
+        "  4. See what it will get: project-ledger context"
     )
 
 
@@ -75,8 +91,14 @@ def init(settings: Settings, no_index: bool) -> None:
 @click.option(
     "--token-env", default="LEDGER_TOKEN", show_default=True, help="With --url: the environment variable the client reads the token from."
 )
+@click.option(
+    "--hooks", is_flag=True, help="claude-code, cursor: the hooks that record the conversation (and inject memories), instead of the server."
+)
+@click.option("--shared", is_flag=True, help="With --hooks: .claude/settings.json (shared with the team) instead of .claude/settings.local.json.")
 @project_options
-def config_command(settings: Settings, client: str, write: bool, name: str, use_uvx: bool, url: str | None, token_env: str) -> None:
+def config_command(
+    settings: Settings, client: str, write: bool, name: str, use_uvx: bool, url: str | None, token_env: str, hooks: bool, shared: bool
+) -> None:
     """Print, or with --write merge, the configuration that starts this project's server in CLIENT.
 
     The command and --root are absolute paths, so the entry works whatever PATH and working directory the client
@@ -89,9 +111,15 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
       project-ledger config claude-desktop --root ~/src/app --write
       project-ledger config vscode --uvx
       project-ledger config claude-code --url http://127.0.0.1:8765/mcp --write   # then export LEDGER_TOKEN=...
+      project-ledger config claude-code --hooks --write
     """
     target = CLIENTS[client]
     root = project_root(settings)
+    if hooks or shared:
+        if client not in ("claude-code", "cursor") or not hooks or (shared and client != "claude-code"):
+            raise click.ClickException("--hooks is for claude-code and cursor, and --shared goes with claude-code --hooks")
+        configure_hooks(client, root, settings.data_dir, write=write, shared=shared)
+        return
     uvx = None
     if use_uvx and (uvx := shutil.which("uvx")) is None:
         raise click.ClickException("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) or leave out --uvx")
@@ -124,3 +152,24 @@ def config_command(settings: Settings, client: str, write: bool, name: str, use_
     if target.project_file and url is None:
         click.echo("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
     click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
+
+
+def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
+    """Print, or merge into the client's project settings (Claude Code's, or Cursor's hooks.json), the ledger's hook
+    on each event."""
+    command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None, client)
+    if client == "cursor":
+        path, block, merger = root / ".cursor" / "hooks.json", cursor_hooks_block(command), merge_cursor_hooks
+    else:
+        path, block, merger = root / ".claude" / ("settings.json" if shared else "settings.local.json"), hooks_block(command), merge_hooks
+    if not write:
+        click.echo(json.dumps(block, indent=2))
+        click.echo(f"(merge into {path}, or rerun with --write)", err=True)
+        return
+    try:
+        outcome = merger(path, command)
+    except ConfigFileError as exc:
+        raise click.ClickException(f"{exc}; add the hooks by hand (run without --write to print them)") from None
+    click.echo(f"{outcome} the ledger's hooks in {path}")
+    if outcome != "unchanged":
+        click.echo(f"they take effect in the next {client} session; .ledger/logs/hooks.log has a line per run", err=True)

@@ -8,6 +8,7 @@ journal is reported, never rewritten: that choice stays with its owner.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -41,7 +42,39 @@ def examine(maintenance: MaintenanceService, fix: bool) -> list[Finding]:
         findings += [_index(maintenance, fix), _vectors(maintenance, fix)]
     if maintenance.has_code:
         findings += [_code_index(maintenance, fix), _watcher(maintenance)]
-    return findings
+    return [*findings, _hooks(maintenance.paths.root, maintenance.paths.data_dir)]
+
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
+
+
+def _hooks(root: Path, data_dir: Path) -> Finding:
+    """Whether Claude Code's settings run the ledger's hook on every event, and how its last run went."""
+    installed: dict[str, set[str]] = {}
+    for name in ("settings.local.json", "settings.json"):
+        path = root / ".claude" / name
+        try:
+            hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks", {})
+            installed[str(path)] = {
+                event for event, groups in hooks.items() for group in groups for hook in group.get("hooks", [])
+                if "hook claude-code" in str(hook.get("command", ""))
+            }  # fmt: skip
+        except (OSError, ValueError, AttributeError, TypeError):  # absent, or not the documented shape: not ours to judge
+            continue
+    events = set().union(*installed.values()) if installed else set()
+    if not events:
+        return Finding("hooks", "skipped", "Claude Code hooks are not installed; `project-ledger config claude-code --hooks --write` "
+                       "records the conversation and injects relevant memories")  # fmt: skip
+    where = ", ".join(path for path, found in installed.items() if found)
+    if missing := [event for event in HOOK_EVENTS if event not in events]:
+        return Finding("hooks", "warning", f"installed in {where} but not for {', '.join(missing)}; rerun `config claude-code --hooks --write`")
+    try:
+        last = (data_dir / "logs" / "hooks.log").read_text(encoding="utf-8").splitlines()[-1]
+    except (OSError, IndexError):
+        return Finding("hooks", "ok", f"installed in {where}; no run yet")
+    if " error " in last:
+        return Finding("hooks", "warning", f"installed in {where}; the last run failed (the session went on): {last}")
+    return Finding("hooks", "ok", f"installed in {where}; last run: {last}")
 
 
 def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:

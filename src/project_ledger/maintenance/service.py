@@ -112,9 +112,13 @@ class MaintenanceService:
 
     # -- the memory index ---------------------------------------------------------------
 
-    def open_index(self) -> None:
+    def open_index(self, *, bm25_only: bool = False) -> None:
         """Open this process's index now and catch it up with the journal; `IndexUnavailable`, with the reason, if
-        it cannot be opened. Opening checks the index against the journal and rebuilds a damaged one."""
+        it cannot be opened. Opening checks the index against the journal and rebuilds a damaged one.
+
+        With `bm25_only`, this process's searches never wait for the embedding model (a client hook's)."""
+        if bm25_only:
+            self._sync.forgo_model()
         self._sync.open_now()
         self._sync.catch_up()
 

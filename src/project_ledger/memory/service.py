@@ -28,7 +28,7 @@ from project_ledger.memory.project_context import ProjectContextFile, missing_co
 from project_ledger.memory.recall import Recall
 from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.session_gists import SessionGists
-from project_ledger.memory.validation import Limits, Validator
+from project_ledger.memory.validation import Limits, Validator, parse_moment
 from project_ledger.models import (
     Ack,
     Captured,
@@ -54,7 +54,7 @@ from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, read_export, write_export
 from project_ledger.storage.index_sync import IndexSync
-from project_ledger.storage.journal import Anchor, Journal, Restored, utc_now
+from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, utc_now
 from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import redact
 from project_ledger.text.text_signals import content_words, specifics
@@ -159,8 +159,12 @@ class LedgerService:
         symbols: list[str] | None = None,
         pinned: bool = False,
         supersedes: str | None = None,
+        said_at: str | None = None,
     ) -> RememberResult:
         """Store a memory, unless it is already there.
+
+        `said_at` (ISO 8601) dates a turn said earlier than now, as an imported transcript's are; recency ranks
+        by it.
 
         Turns are records of a conversation and are stored as said. Other kinds
         are compared with project_context.md and with live memories of the same
@@ -178,6 +182,7 @@ class LedgerService:
         session, role = self.validate.label(session, "session"), self.validate.label(role, "role")
         files = self.validate.labels(files or [], "files", MAX_LINKS)
         symbols = self.validate.labels(symbols or [], "symbols", MAX_LINKS)
+        created_at = iso_utc(parse_moment(said_at, "said_at")) if said_at is not None else None
         notes: list[str] = []
         restated = self.restatement.check(text) if kind != "turn" else None
         if restated is not None and self.quality.reject_restated:
@@ -203,7 +208,7 @@ class LedgerService:
         anchors, link_notes = self.anchors.resolve(text, files, symbols)
         memory_id, created = self.journal.insert(
             text=text, kind=kind, tags=tags, session=session, role=role, files=files, symbols=symbols, pinned=pinned,
-            supersedes=supersedes, anchors=anchors,
+            supersedes=supersedes, anchors=anchors, created_at=created_at,
         )  # fmt: skip
         captured: list[Captured] = []
         if created:

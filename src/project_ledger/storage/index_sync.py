@@ -138,6 +138,11 @@ class IndexSync:
         """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
         self._model_settled.wait(timeout)
 
+    def forgo_model(self) -> None:
+        """This process searches on BM25 alone and never loads the model (a hook, which must answer at once):
+        a search does not wait for a model that will not come."""
+        self._model_settled.set()
+
     def kick(self) -> None:
         """Something was written: embed and index it soon."""
         self._worker.wake()

@@ -39,6 +39,11 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def iso_utc(epoch: float) -> str:
+    """Epoch seconds in the journal's date format (`utc_now`'s)."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 def iso_to_epoch(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
@@ -244,6 +249,7 @@ class Journal:
         anchors: Sequence[Anchor] = (),
         sources: Sequence[tuple[str, str]] = (),
         replaces_gist: bool = False,
+        created_at: str | None = None,
     ) -> tuple[str, bool]:
         """Store a memory; returns (id, created).
 
@@ -255,9 +261,11 @@ class Journal:
         derived from a forgotten memory must not outlive it. With
         `replaces_gist`, the session's current gist is looked up and superseded
         inside the same transaction, so two processes cannot both replace it.
+        `created_at` dates a memory that was said earlier (an imported transcript's turn); default: now.
         """
         digest = content_hash(text)
         now = utc_now()
+        said = created_at or now
         with self._write() as db:
             for source, _ in sources:
                 self._require_live(db, source)
@@ -301,7 +309,7 @@ class Journal:
                     json.dumps(files, ensure_ascii=False),
                     json.dumps(symbols, ensure_ascii=False),
                     digest,
-                    now,
+                    said,
                     now,
                     int(pinned),
                     self._next_rev(db),
@@ -497,6 +505,21 @@ class Journal:
                 "UPDATE memory_links SET hash = ? WHERE seq = (SELECT seq FROM memories WHERE id = ?) AND target = ? "
                 "AND path = ? AND name = ? AND hash IS NULL",
                 (digest, memory_id, anchor.target, anchor.path, anchor.name),
+            )
+
+    # -- client transcripts -------------------------------------------------
+
+    def transcript_offset(self, session: str, transcript: str) -> int:
+        """Where reading `transcript` into `session` stopped last time: 0 for one never read."""
+        rows = self._read("SELECT byte_offset FROM transcript_offsets WHERE session = ? AND transcript = ?", (session, transcript))
+        return rows[0][0] if rows else 0
+
+    def set_transcript_offset(self, session: str, transcript: str, offset: int) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO transcript_offsets (session, transcript, byte_offset, updated_at) VALUES (?,?,?,?) "
+                "ON CONFLICT (session, transcript) DO UPDATE SET byte_offset = excluded.byte_offset, updated_at = excluded.updated_at",
+                (session, transcript, offset, utc_now()),
             )
 
     # -- sessions, gists and what memories derive from ---------------------

@@ -172,6 +172,15 @@ def _m006_flag_suspicious_memories(db: sqlite3.Connection) -> None:
     db.executemany("UPDATE memories SET suspicious = 1 WHERE seq = ?", flagged)
 
 
+def _m007_create_transcript_offsets(db: sqlite3.Connection) -> None:
+    """How far each client transcript has been read into the journal: the byte offset just past the last complete
+    line taken, per session and transcript file, so a hook or an import reads only what was added since."""
+    db.execute(
+        "CREATE TABLE transcript_offsets (session TEXT NOT NULL, transcript TEXT NOT NULL, byte_offset INTEGER NOT NULL, "
+        "updated_at TEXT NOT NULL, PRIMARY KEY (session, transcript)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
@@ -179,4 +188,5 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m004_create_memory_sources,
     _m005_create_access,
     _m006_flag_suspicious_memories,
+    _m007_create_transcript_offsets,
 )

@@ -1,0 +1,187 @@
+"""`project-ledger hook claude-code` and `import-transcripts`: the conversation reaches the ledger without the agent
+calling a tool.
+
+A hook runs inside the user's session, so it never fails it: whatever goes wrong (bad JSON, a missing
+transcript, a locked journal, a read-only disk), it exits 0, prints nothing, and writes one line to
+`<data dir>/logs/hooks.log`. Every run, good or bad, leaves that line; `doctor` reads the last one. Imports are
+made on use: a hook process pays only for what its event needs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from project_ledger.config import Settings
+
+HOOK_LOG = Path("logs") / "hooks.log"
+HOOK_LOG_BYTES = 1 << 20  # then it moves to hooks.log.1, replacing the one before
+
+
+def claude_transcripts(root: Path) -> Path:
+    """Where Claude Code keeps a project's session transcripts: its path with every other character made `-`."""
+    import re
+
+    return Path.home() / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9-]", "-", str(root))
+
+
+def log_hook(data_dir: Path | None, line: str) -> None:
+    """Append one line to the hooks log, if the project has a data directory; else to stderr."""
+    if data_dir is None or not data_dir.is_dir():
+        print(f"project-ledger hook: {line}", file=sys.stderr)
+        return
+    try:
+        path = data_dir / HOOK_LOG
+        path.parent.mkdir(exist_ok=True)
+        if path.exists() and path.stat().st_size > HOOK_LOG_BYTES:
+            path.replace(path.with_name(path.name + ".1"))
+        with path.open("a", encoding="utf-8") as out:
+            out.write(line + "\n")
+    except OSError as exc:  # a read-only disk: the line goes to stderr, the hook still succeeds
+        print(f"project-ledger hook: {line} (could not write {data_dir / HOOK_LOG}: {exc.strerror or exc})", file=sys.stderr)
+
+
+def hook_settings(data_dir: Path | None) -> Settings:
+    """The environment's settings for a hook: no code index (a hook never reads code), and a short wait for the
+    journal's write lock."""
+    from project_ledger.config import Settings
+
+    settings = Settings(**({"data_dir": data_dir} if data_dir is not None else {}))
+    return settings.model_copy(update={"code_index": False, "watch": False, "journal_wait_seconds": settings.hook_wait_seconds})
+
+
+def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-code") -> str:
+    """Handle one hook call of `client` (claude-code or cursor); returns what to print (possibly nothing). Never
+    raises."""
+    from project_ledger.storage.journal import utc_now
+
+    started = time.perf_counter()
+    name, session, data_dir = "-", "-", data_dir_option
+    try:
+        from project_ledger.config import resolve_paths
+        from project_ledger.memory.conversation import Conversation, HookParams, hook_output, parse_cursor_event, parse_event
+
+        try:
+            payload: Any = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"hook input is not JSON ({exc})") from None
+        event = parse_cursor_event(payload) if client == "cursor" else parse_event(payload)
+        name, session = event.name if client == "claude-code" else f"cursor/{payload['hook_event_name']}", event.session
+        settings = hook_settings(data_dir_option)
+        if settings.root is None:  # as `serve` finds it: a folder of a project, never the home directory or /
+            from project_ledger.errors import InvalidArgument
+            from project_ledger.project_root import from_working_directory
+
+            choice = from_working_directory(event.cwd)
+            if choice.root is None:
+                raise InvalidArgument(f"{choice.reason}; nothing recorded")
+            settings = settings.model_copy(update={"root": choice.root})
+        data_dir = resolve_paths(settings, event.cwd).data_dir
+        from project_ledger.factory import open_services
+
+        services = open_services(settings, event.cwd)
+        try:
+
+            def open_index() -> None:
+                services.maintenance.open_index(bm25_only=True)
+
+            params = HookParams(
+                start_tokens=settings.hook_start_tokens,
+                inject_tokens=settings.hook_inject_tokens if client == "claude-code" else 0,  # Cursor's prompt hook takes no context
+                inject_floor=settings.hook_inject_floor,
+                record=settings.hook_record,
+            )
+            outcome = Conversation(services.ledger, params, open_index).handle(event)
+        finally:
+            services.close()
+        if client == "cursor":  # beforeSubmitPrompt answers whether the prompt goes on; the others answer nothing
+            output = json.dumps({"continue": True}) if event.name == "UserPromptSubmit" else ""
+        else:
+            output = hook_output(event.name, outcome.context)
+        details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
+        state = "ok"
+    except BaseException as exc:  # noqa: BLE001 - a hook must not fail the session, whatever happened
+        output, state = "", "error"
+        details = [f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]]
+        if isinstance(exc, KeyboardInterrupt):
+            details.append("interrupted")
+    if data_dir is None:  # input too broken to name its project: the client runs hooks in the project's folder
+        data_dir = _data_dir_here()
+    elapsed = round((time.perf_counter() - started) * 1000)
+    log_hook(data_dir, f"{utc_now()} {state} {name} session={session} {elapsed}ms {' '.join(details)}")
+    return output
+
+
+def _data_dir_here() -> Path | None:
+    try:
+        from project_ledger.config import resolve_paths
+
+        return resolve_paths(hook_settings(None), Path.cwd()).data_dir
+    except Exception:  # noqa: BLE001 - only for the log line's place
+        return None
+
+
+def emit(output: str) -> None:
+    """Print the hook's answer; a client that stopped reading does not make the hook fail."""
+    if not output:
+        return
+    try:
+        sys.stdout.write(output + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
+@click.group("hook")
+def hook_group() -> None:
+    """Run by an agent's client at points of its session (configure with `config claude-code --hooks`).
+
+    It records the conversation as turns and hands the agent relevant memories. It always exits 0 and
+    prints nothing on failure; see <data dir>/logs/hooks.log.
+
+    \b
+    Example:
+      project-ledger config claude-code --hooks --write   # then Claude Code runs `project-ledger hook claude-code`
+    """
+
+
+@hook_group.command("claude-code")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
+def claude_code_hook(data_dir: Path | None) -> None:
+    """Handle one Claude Code hook event, its JSON on stdin: SessionStart, UserPromptSubmit, Stop, SubagentStop,
+    PreCompact or SessionEnd.
+
+    \b
+    Example (what Claude Code runs):
+      echo '{"hook_event_name":"UserPromptSubmit","session_id":"s1","cwd":"'$PWD'","prompt":"why retries?"}' \\
+        | project-ledger hook claude-code
+    """
+    try:
+        raw = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        raw = b""
+    emit(run_hook(raw, data_dir))
+
+
+@hook_group.command("cursor")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
+def cursor_hook(data_dir: Path | None) -> None:
+    """Handle one Cursor hook event, its JSON on stdin: beforeSubmitPrompt and afterAgentResponse record the turn,
+    stop rolls the session's gist forward. Cursor's prompt hook cannot add context, so nothing is injected.
+
+    \b
+    Example (.cursor/hooks.json):
+      {"version": 1, "hooks": {"beforeSubmitPrompt": [{"command": "project-ledger hook cursor"}],
+       "afterAgentResponse": [{"command": "project-ledger hook cursor"}], "stop": [{"command": "project-ledger hook cursor"}]}}
+    """
+    try:
+        raw = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        raw = b""
+    emit(run_hook(raw, data_dir, client="cursor"))

@@ -1,0 +1,71 @@
+"""`project-ledger import-transcripts`: months of past Claude Code sessions made searchable in one command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from project_ledger.cli.hooks import claude_transcripts
+from project_ledger.cli.progress import progress_bars
+from project_ledger.cli.support import ledger_errors, opened, project_options
+from project_ledger.config import Settings
+from project_ledger.memory.conversation import Conversation, HookParams
+
+
+def transcript_files(paths: tuple[Path, ...], root: Path) -> list[Path]:
+    """The `.jsonl` files named, or under the folders named; by default this project's Claude Code folder."""
+    if not paths:
+        folder = claude_transcripts(root)
+        if not folder.is_dir():
+            raise click.ClickException(f"no Claude Code transcripts for {root} in {folder}; name the files or folders to import")
+        paths = (folder,)
+    found: list[Path] = []
+    for path in paths:
+        found += sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
+    return list(dict.fromkeys(found))
+
+
+@click.command("import-transcripts")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@click.option("--no-gists", is_flag=True, help="Do not write each imported session's gist.")
+@project_options
+@ledger_errors
+def import_transcripts(settings: Settings, paths: tuple[Path, ...], as_json: bool, no_gists: bool) -> None:
+    """Import past Claude Code sessions (JSONL transcripts): their prompts and replies become turns, with their
+    original dates and session ids, then each session with new turns gets its gist. Running it again stores
+    nothing twice.
+
+    PATHS: transcript files or folders of them. Default: this project's folder under ~/.claude/projects/.
+
+    \b
+    Examples:
+      project-ledger import-transcripts
+      project-ledger import-transcripts ~/.claude/projects/-home-me-src-app/
+    """
+    with opened(settings) as ledger, progress_bars() as report:
+        files = transcript_files(paths, ledger.paths.root)
+        conversation = Conversation(ledger, HookParams(), lambda: None)
+        sessions: dict[str, int] = {}
+        for done, path in enumerate(files):
+            report("importing transcripts", done, len(files))
+            try:
+                session, stored = conversation.import_transcript(path)
+            except OSError as exc:
+                raise click.ClickException(f"cannot read {path}: {exc.strerror or exc}") from None
+            sessions[session] = sessions.get(session, 0) + stored
+        report("importing transcripts", len(files), len(files))
+        gists: dict[str, str] = {}
+        if not no_gists:
+            for done, (session, stored) in enumerate(sessions.items()):
+                report("writing gists", done, len(sessions))
+                if stored:
+                    gists[session] = conversation.write_gist(session)
+    if as_json:
+        click.echo(json.dumps({"files": len(files), "new_turns": sessions, "gists": gists}))
+        return
+    click.echo(f"imported {sum(sessions.values())} new turns from {len(files)} transcripts ({len(sessions)} sessions)")
+    for session, note in gists.items():
+        click.echo(f"  {session}: {note}", err=True)
