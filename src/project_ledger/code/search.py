@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash
+from project_ledger.code.naming import names_in, spellings
+from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash, named, under
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 # `within`: the symbol's file and every directory above it, so one condition restricts to a file or a folder.
 CODE_PAYLOAD: dict[str, PayloadType] = {"language": "keyword", "within": "keyword", "kind": "keyword"}
 EMBED_BATCH = 32
+NAMED_PER_NAME = 5  # symbols a name may put first; a more common name keeps only those ranked anyway
 REVISIONS_PER_STEP = 16
 POLL_SECONDS = 1.0
 RETRY_OPEN_SECONDS = 30.0
@@ -176,7 +178,10 @@ class CodeSearch:
     def search(
         self, query: str, *, language: str | None, path: str | None, k: int, fusion: FusionParams
     ) -> list[tuple[StoredSymbol, float, float]]:
-        """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`)."""
+        """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`).
+
+        Symbols the query names (`named_symbols`) come first, with relevance 1 and the best fused score; the
+        ranked ones follow."""
         index = self._ready_index()
         dense = None
         if self._embedder.state == "ready":
@@ -187,14 +192,48 @@ class CodeSearch:
             assert encoder is not None
             terms = encoder.query(query)
             found: Candidates = index.candidates(dense, terms, code_filter(language, path), max(k, fusion.candidates))
-        hits = fuse(found, fusion, k)
+        ranked = fuse(found, fusion, len(found.dense) + len(found.sparse))
+        named = self.named_symbols(query, language=language, path=path, ranked=[hit.seq for hit in ranked])[:k]
+        pinned = {symbol.id for symbol in named}
+        hits = [hit for hit in ranked if hit.seq not in pinned][: k - len(named)]
         symbols = self._store.symbols_by_ids([hit.seq for hit in hits])
         dense_scores = {hit.seq: hit.score for hit in found.dense}
-        return [
+        top = ranked[0].score if ranked else 1.0
+        return [(symbol, top, 1.0) for symbol in named] + [
             (symbol, hit.score, relevance(dense_scores.get(hit.seq), coverage(terms, encoder.document(search_text(symbol)))))
             for hit in hits
             if (symbol := symbols.get(hit.seq)) is not None
         ]
+
+    def named_symbols(self, query: str, *, language: str | None, path: str | None, ranked: Sequence[int]) -> list[StoredSymbol]:
+        """The symbols `query` names (`naming.names_in`), in the order it names them.
+
+        Each name answers with its most specific spelling that matches (`naming.spellings`). A name that
+        matches more than NAMED_PER_NAME symbols (`get`, `__init__`) keeps only those among the ranked
+        candidates (`ranked`, ids best first), best first."""
+        filters, values = [], []
+        if language:
+            filters.append("language = ?")
+            values.append(language)
+        if path:
+            condition, params = under(path)
+            filters.append(condition)
+            values += params
+        place = {seq: i for i, seq in enumerate(ranked)}
+        found: dict[int, StoredSymbol] = {}
+        for name in names_in(query):
+            for spelling in spellings(name):
+                condition, params = named(spelling)
+                where, args = " AND ".join([condition, *filters]), [*params, *values]
+                matches = self._store.symbols(where, args, NAMED_PER_NAME + 1)
+                if len(matches) > NAMED_PER_NAME:
+                    among = f"id IN ({','.join('?' * len(place))})"
+                    matches = self._store.symbols(f"{where} AND {among}", [*args, *place], len(place)) if place else []
+                if matches:
+                    for symbol in sorted(matches, key=lambda s: place.get(s.id, len(place))):
+                        found.setdefault(symbol.id, symbol)
+                    break
+        return list(found.values())
 
     def load_model(self) -> bool:
         """Load the model in the calling thread (the CLI's way); False if it cannot be loaded."""
