@@ -230,6 +230,7 @@ async def test_search_code_puts_the_symbol_a_query_names_first_and_context_inclu
             "pkg.module.func": ("func", "pkg/module.py"),
             "other.module.func()": ("func", "other/module.py"),
             "richlike.console.Console.capture": ("Console.capture", "richlike/console.py"),
+            "count them the way module_func does": ("module_func", "other/module.py"),
         }
         for query, (qualname, path) in named.items():
             first = (await ledger.call("search_code", query=query, k=5))["results"][0]
