@@ -149,6 +149,100 @@ async def test_search_code_finds_symbols_by_meaning_and_by_identifier_words(proj
         assert in_file["results"] == only_python["results"]
 
 
+# A named symbol among look-alikes that share its words: `print`, `_console`, `Console.capture` (what search_code
+# ranked above `Console.print` on rich), and a `func` in two modules.
+NAMED_TREE = {
+    "richlike/console.py": '''
+_console = None
+
+
+class Console:
+    """A high level console interface that prints to the terminal."""
+
+    def print(self, *objects, sep=" ", end="\\n", style=None):
+        """Print to the console."""
+        self._write(sep.join(map(str, objects)) + end)
+
+    def capture(self):
+        """Capture what the console prints, instead of printing it to the terminal: print calls
+        made inside the context go to a string."""
+        return Capture(self)
+
+    def log(self, *objects):
+        """Log rich content to the terminal, with the time and the caller."""
+        self.print(*objects)
+
+
+def get_console():
+    """Get the global console instance, creating it on first use for print."""
+    global _console
+    if _console is None:
+        _console = Console()
+    return _console
+''',
+    "richlike/__init__.py": '''
+from .console import get_console
+
+
+def print(*objects, sep=" ", end="\\n", file=None):
+    """Print objects to the console, like the built-in print, with console markup."""
+    get_console().print(*objects, sep=sep, end=end)
+
+
+def print_json(json=None, *, indent=2):
+    """Pretty print JSON to the console."""
+    get_console().print(json)
+''',
+    "pkg/__init__.py": "",
+    "pkg/module.py": '''
+def func(values):
+    """Sum the values, skipping None."""
+    return sum(v for v in values if v is not None)
+''',
+    "other/module.py": '''
+def func(values):
+    """Count the values."""
+    return len(values)
+
+
+def module_func(values):
+    """The module function: apply func to the values of the pkg module."""
+    return func(values)
+''',
+}
+
+
+async def test_search_code_puts_the_symbol_a_query_names_first_and_context_includes_it(project: Project) -> None:
+    for name, text in NAMED_TREE.items():
+        (project.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (project.root / name).write_text(text.lstrip())
+    copy_fixtures(project.root, ("rust",))
+    async with connect(project) as ledger:
+        await indexed(ledger)
+        with anyio.fail_after(300):
+            while (await ledger.call("status"))["code"]["pending_vectors"]:
+                await anyio.sleep(0.5)
+        named = {
+            "Console.print": ("Console.print", "richlike/console.py"),
+            "change how Console.print handles non-terminal output": ("Console.print", "richlike/console.py"),
+            "Cache::insert": ("Cache::insert", "langs/rust/cache.rs"),
+            "where does `Cache.insert` evict?": ("Cache::insert", "langs/rust/cache.rs"),
+            "pkg.module.func": ("func", "pkg/module.py"),
+            "other.module.func()": ("func", "other/module.py"),
+            "richlike.console.Console.capture": ("Console.capture", "richlike/console.py"),
+            "count them the way module_func does": ("module_func", "other/module.py"),
+        }
+        for query, (qualname, path) in named.items():
+            first = (await ledger.call("search_code", query=query, k=5))["results"][0]
+            assert (first["qualname"], first["path"], first["relevance"]) == (qualname, path, 1.0), query
+        alone = (await ledger.call("search_code", query="print", k=5))["results"]
+        assert [hit["name"] for hit in alone[:2]] == ["print", "print"] and alone[2]["name"] != "print"
+        filtered = await ledger.call("search_code", query="Cache::insert", language="python")
+        assert "Cache::insert" not in [hit["qualname"] for hit in filtered["results"]]
+        pack = await ledger.call("context", query="change how Console.print handles non-terminal output")
+        assert "code" in pack["sections"] and "name=Console.print>" in pack["text"]
+
+
 async def test_ignored_vendored_binary_and_oversized_files_are_skipped(project: Project) -> None:
     root = project.root
     (root / ".git" / "info").mkdir(parents=True)

@@ -35,7 +35,7 @@ class Settings(BaseSettings):
         default=None, description="Any fastembed model name; fetched by fastembed (needs network) unless embed_model_path is set."
     )
     embed_model_path: Path | None = Field(default=None, description="A local directory holding the fastembed model files.")
-    embed_threads: int | None = Field(default=None, ge=1, description="ONNX threads for embedding. Default: all cores.")
+    embed_threads: int | None = Field(default=None, ge=1, description="Cores used for embedding, one ONNX thread each. Default: all cores.")
 
     qdrant_url: str | None = Field(
         default=None,

@@ -1,8 +1,8 @@
 """Hybrid search over code symbols: BM25 on identifier-aware tokens plus dense vectors, in their own shard.
 
 Symbols become searchable by BM25 as soon as they are parsed. Their dense
-vectors are computed in the background (the model is the slow part: about 27
-symbol texts a second on two cores, see the README's benchmark) and stored in
+vectors are computed in the background (the model is the slow part: about 35
+symbol texts per CPU second, see the README's embedding benchmark) and stored in
 the journal by text hash, so an edit re-embeds only the symbols whose text
 changed. Until the vectors have caught up, results say how many symbols are
 ranked on BM25 alone.
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash
+from project_ledger.code.naming import names_in, spellings
+from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash, named, under
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance
@@ -29,7 +30,8 @@ log = logging.getLogger(__name__)
 
 # `within`: the symbol's file and every directory above it, so one condition restricts to a file or a folder.
 CODE_PAYLOAD: dict[str, PayloadType] = {"language": "keyword", "within": "keyword", "kind": "keyword"}
-EMBED_BATCH = 32
+EMBED_BATCH = 128  # sorted by length within a round: 11% fewer CPU seconds than rounds of 32 (rich symbols)
+NAMED_PER_NAME = 5  # symbols a name may put first; a more common name keeps only those ranked anyway
 REVISIONS_PER_STEP = 16
 POLL_SECONDS = 1.0
 RETRY_OPEN_SECONDS = 30.0
@@ -176,7 +178,10 @@ class CodeSearch:
     def search(
         self, query: str, *, language: str | None, path: str | None, k: int, fusion: FusionParams
     ) -> list[tuple[StoredSymbol, float, float]]:
-        """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`)."""
+        """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`).
+
+        Symbols the query names (`named_symbols`) come first, with relevance 1 and the best fused score; the
+        ranked ones follow."""
         index = self._ready_index()
         dense = None
         if self._embedder.state == "ready":
@@ -187,14 +192,53 @@ class CodeSearch:
             assert encoder is not None
             terms = encoder.query(query)
             found: Candidates = index.candidates(dense, terms, code_filter(language, path), max(k, fusion.candidates))
-        hits = fuse(found, fusion, k)
+        ranked = fuse(found, fusion, len(found.dense) + len(found.sparse))
+        named = self.named_symbols(query, language=language, path=path, ranked=[hit.seq for hit in ranked])[:k]
+        pinned = {symbol.id for symbol in named}
+        hits = [hit for hit in ranked if hit.seq not in pinned][: k - len(named)]
         symbols = self._store.symbols_by_ids([hit.seq for hit in hits])
         dense_scores = {hit.seq: hit.score for hit in found.dense}
-        return [
+        top = ranked[0].score if ranked else 1.0
+        return [(symbol, top, 1.0) for symbol in named] + [
             (symbol, hit.score, relevance(dense_scores.get(hit.seq), coverage(terms, encoder.document(search_text(symbol)))))
             for hit in hits
             if (symbol := symbols.get(hit.seq)) is not None
         ]
+
+    def named_symbols(self, query: str, *, language: str | None, path: str | None, ranked: Sequence[int]) -> list[StoredSymbol]:
+        """The symbols `query` names (`naming.names_in`), in the order it names them.
+
+        Each name answers with its most specific spelling that matches (`naming.spellings`). Only the ranked
+        candidates (`ranked`, ids best first) are kept for a name that matches more than NAMED_PER_NAME symbols
+        (`get`, `__init__`), and for a plain name inside a longer question: a description often mentions a
+        parameter or a helper in passing ("the `style` to apply, like `print`"), and putting each mention
+        first cost 0.01-0.02 of docstring-to-symbol MRR@10 (`benchmarks/code_search.py`)."""
+        filters, values = [], []
+        if language:
+            filters.append("language = ?")
+            values.append(language)
+        if path:
+            condition, params = under(path)
+            filters.append(condition)
+            values += params
+        place = {seq: i for i, seq in enumerate(ranked)}
+        found: dict[int, StoredSymbol] = {}
+        names = names_in(query)
+        whole = query.strip().strip("`").removesuffix("()")
+        for name in names:
+            in_passing = name != whole and not any(separator in name for separator in (".", "::", "#"))
+            for spelling in spellings(name):
+                condition, params = named(spelling)
+                where, args = " AND ".join([condition, *filters]), [*params, *values]
+                matches = self._store.symbols(where, args, NAMED_PER_NAME + 1)
+                if len(matches) > NAMED_PER_NAME or in_passing:
+                    among = f"id IN ({','.join('?' * len(place))})"
+                    matches = self._store.symbols(f"{where} AND {among}", [*args, *place], len(place)) if place else []
+                if matches:
+                    for symbol in sorted(matches, key=lambda s: place.get(s.id, len(place))):
+                        found.setdefault(symbol.id, symbol)
+                    break
+        return list(found.values())
 
     def load_model(self) -> bool:
         """Load the model in the calling thread (the CLI's way); False if it cannot be loaded."""

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from project_ledger.code.naming import Spelling
 from project_ledger.code.symbols import Definition, Reference
 from project_ledger.storage.journal import WAIT_SECONDS, storage_error, utc_now
 from project_ledger.text.redaction import redact as redact_secrets
@@ -374,6 +375,30 @@ def like_escape(text: str) -> str:
 def under(path: str) -> tuple[str, list[object]]:
     """A condition matching `path` itself or anything below it, with its parameters."""
     return "(path = ? OR path LIKE ? ESCAPE '\\')", [path, like_escape(path.rstrip("/") + "/") + "%"]
+
+
+def named(spelling: Spelling) -> tuple[str, list[object]]:
+    """A condition matching the symbols `spelling` describes, with its parameters."""
+    params: list[object]
+    if spelling.suffix:
+        params = [f"%{separator}{like_escape(q)}" for q in spelling.qualnames for separator in (".", "::")]
+        condition = " OR ".join(["qualname LIKE ? ESCAPE '\\'"] * len(params))
+    else:
+        params = list(spelling.qualnames)
+        condition = f"qualname IN ({','.join('?' * len(params))})"
+    if spelling.bare is not None:
+        condition += " OR (name = ? COLLATE NOCASE AND name = ?)"
+        params += [spelling.bare, spelling.bare]
+    condition = f"({condition})"
+    if spelling.module is not None:
+        module = _glob_escape(spelling.module)
+        condition += " AND (path GLOB ? OR path GLOB ?)"
+        params += [f"{module}[./]*", f"*/{module}[./]*"]
+    return condition, params
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 def content_digest(source: bytes) -> str:

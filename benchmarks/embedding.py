@@ -1,0 +1,184 @@
+"""Embedding throughput with the shipped model: code-symbol texts and memories, in texts per second and in
+CPU seconds, the previous way of embedding next to the shipped one in the same run.
+
+    python benchmarks/embedding.py             # rich and click symbols, memories; 3 runs (about 10 minutes)
+    python benchmarks/embedding.py --write     # also updates the README's embedding section
+
+Texts: `--texts` distinct symbol texts (`StoredSymbol.embed_text`, what the code search worker embeds) drawn
+from each tree after `project-ledger index`, and as many memory texts (the project's recall corpus, then
+LoCoMo dev turns from ../shared/data/locomo-dev.json when present). Each is handed to the embedder in the
+chunks its caller uses (the code search worker's EMBED_BATCH, the index sync's EMBED_BATCH).
+
+Ways of embedding, run interleaved (`--runs` rounds, medians):
+- before: fastembed with two ONNX threads, each chunk sorted by length and run in batches of 8, one after
+  the other, symbols in chunks of 32 (the embedder and the code search worker before this benchmark);
+- shipped: `FastEmbedEmbedder` as the server builds it (`create_embedder`, all cores);
+- shipped, 1 core: the same with LEDGER_EMBED_THREADS=1.
+
+CPU seconds (`time.process_time`, every thread of this process) hold up on a loaded machine; texts per wall
+second do not, so the load average is printed beside them. The vectors of the ways are compared: equal
+vectors mean equal search quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sqlite3
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from code_index import RICH, index_run, log, sdist
+from project_ledger.code.search import EMBED_BATCH as SYMBOL_CHUNK
+from project_ledger.code.store import _SYMBOL_COLUMNS, _symbol
+from project_ledger.search.embedding import DEFAULT_MODEL, DOCUMENT_BATCH, MAX_EMBED_CHARS, create_embedder
+from project_ledger.storage.index_sync import EMBED_BATCH as MEMORY_CHUNK
+from readme_table import replace_section
+
+CLICK = "click==8.*"
+BEFORE_SYMBOL_CHUNK = 32  # the code search worker's EMBED_BATCH before this benchmark
+HERE = Path(__file__).resolve().parent
+LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
+Embed = Callable[[Sequence[str]], list[np.ndarray]]
+BEFORE = "before (2 ONNX threads)"
+
+
+def symbol_texts(root: Path, data_dir: Path, count: int) -> list[str]:
+    if not (data_dir / "journal.sqlite3").exists():
+        index_run(root, data_dir)
+    db = sqlite3.connect(f"file:{data_dir / 'journal.sqlite3'}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        texts = sorted({_symbol(row).embed_text() for row in db.execute(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols")})
+    finally:
+        db.close()
+    random.Random(0).shuffle(texts)
+    return texts[:count]
+
+
+def memory_texts(count: int) -> list[str]:
+    texts = [m["text"] for m in json.loads((HERE / "data" / "recall_corpus.json").read_text())["memories"]]
+    if LOCOMO.exists():
+        for conversation in json.loads(LOCOMO.read_text()):
+            turns = conversation["conversation"]
+            for key in sorted(k for k in turns if k.startswith("session_") and isinstance(turns[k], list)):
+                texts += [f"{turn['speaker']}: {turn['text']}" for turn in turns[key]]
+    return texts[:count]
+
+
+def before(cache: Path) -> Embed:
+    """The embedder as it was: two ONNX threads (spinning while they wait), one batch at a time."""
+    from fastembed import TextEmbedding
+
+    from project_ledger.search.embedding import prepare_offline_model
+
+    model = TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(prepare_offline_model(cache)), threads=os.cpu_count())
+
+    def embed(texts: Sequence[str]) -> list[np.ndarray]:
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = model.embed([texts[i][:MAX_EMBED_CHARS] for i in order], batch_size=DOCUMENT_BATCH)
+        placed: list[np.ndarray] = [np.empty(0)] * len(texts)
+        for i, vector in zip(order, vectors, strict=True):
+            placed[i] = vector
+        return placed
+
+    return embed
+
+
+def shipped(cache: Path, threads: int | None) -> Embed:
+    embedder = create_embedder(None, None, cache, threads)
+    if not embedder.load():
+        raise SystemExit(f"the embedding model did not load: {embedder.detail}")
+    return embedder.embed_documents
+
+
+@dataclass
+class Sample:
+    seconds: float
+    cpu: float
+    vectors: list[np.ndarray]
+
+
+def timed(embed: Embed, texts: list[str], chunk: int) -> Sample:
+    started, cpu = time.perf_counter(), time.process_time()
+    vectors = [v for start in range(0, len(texts), chunk) for v in embed(texts[start : start + chunk])]
+    return Sample(time.perf_counter() - started, time.process_time() - cpu, vectors)
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench")
+    parser.add_argument("--texts", type=int, default=256, help="texts per set")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="update the README's embedding section")
+    args = parser.parse_args()
+    cache = args.work / "models"
+    cache.mkdir(parents=True, exist_ok=True)
+    sets: dict[str, tuple[list[str], int, int]] = {}  # texts, the chunk the caller hands over now, and before
+    for requirement in (RICH, CLICK):
+        root = sdist(args.work, requirement)
+        if root is None:
+            log(f"{requirement} skipped (download failed)")
+            continue
+        label = root.name.replace("-", " ", 1)
+        sets[f"{label} symbols"] = (
+            symbol_texts(root, args.work / "embedding-data" / root.name, args.texts), SYMBOL_CHUNK, BEFORE_SYMBOL_CHUNK
+        )
+    sets["memories"] = (memory_texts(args.texts), MEMORY_CHUNK, MEMORY_CHUNK)
+    ways: dict[str, Embed] = {
+        BEFORE: before(cache),
+        "shipped (all cores)": shipped(cache, None),
+        "shipped (1 core)": shipped(cache, 1),
+    }
+    for embed in ways.values():  # warm-up
+        embed(["def warm_up(self) -> None", "a first memory"])
+    loads = [load()]
+    samples: dict[tuple[str, str], list[Sample]] = {}
+    for run in range(args.runs):
+        for set_name, (texts, chunk, chunk_before) in sets.items():
+            for way, embed in ways.items():
+                sample = timed(embed, texts, chunk_before if way == BEFORE else chunk)
+                samples.setdefault((set_name, way), []).append(sample)
+                log(f"run {run + 1} {set_name} / {way}: {sample.seconds:.1f} s, {sample.cpu:.1f} CPU s, load {load()}")
+        loads.append(load())
+    rows = [
+        "| texts | way | texts/s | texts per CPU s | CPU s per 100 texts | CPU ratio to before | largest vector difference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for set_name, (texts, _, _) in sets.items():
+        base = statistics.median(s.cpu for s in samples[(set_name, BEFORE)])
+        reference = samples[(set_name, BEFORE)][0].vectors
+        for way in ways:
+            runs = samples[(set_name, way)]
+            seconds, cpu = statistics.median(s.seconds for s in runs), statistics.median(s.cpu for s in runs)
+            difference = max(float(np.abs(a - b).max()) for a, b in zip(reference, runs[0].vectors, strict=True))
+            rows.append(
+                f"| {set_name} ({len(texts)}) | {way} | {len(texts) / seconds:.1f} | {len(texts) / cpu:.1f} | "
+                f"{100 * cpu / len(texts):.2f} | {cpu / base:.2f} | {difference:.1e} |"
+            )
+    table = "\n".join(
+        [
+            *rows,
+            "",
+            f"Medians of {args.runs} interleaved runs; {os.cpu_count()} cores; load average {', '.join(loads)} "
+            "(before, then after each run). `python benchmarks/embedding.py --write`.",
+        ]
+    )
+    print(table)
+    if args.write:
+        replace_section("embedding", table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The symbol names a code-search query spells out, and the ways a stored symbol can match one. Pure.
+
+A query such as `Console.print` or "change how Console.print handles
+non-terminal output" names a symbol; ranked retrieval alone put it fourth,
+behind `print`, `_console` and `Console.capture`, which share its words. The
+names found here are looked up exactly and put first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from project_ledger.text.text_signals import identifier_candidates
+
+MAX_NAMES = 8
+_SEPARATORS = re.compile(r"::|\.|#")
+_BARE = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def names_in(query: str) -> list[str]:
+    """The names a query spells out, in order of appearance.
+
+    Words that look like code (`snake_case`, `camelCase`, `Type.method`, `Type::fn`, `call()`, anything in
+    backticks), or the whole query when it is one identifier: `print` alone names `print`, but in a sentence
+    it is an ordinary word.
+    """
+    found = identifier_candidates(query)
+    if not found:
+        word = query.strip().strip("`").removesuffix("()")
+        if _BARE.fullmatch(word):
+            found = [word]
+    return found[:MAX_NAMES]
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """One way a stored symbol can carry a name: its qualified name is one of `qualnames` (or ends with one,
+    after a separator, with `suffix`; or its plain name is `bare`), in a file under a `module` directory or
+    file (`pkg/module`: `pkg/module.py`, `src/pkg/module/__init__.py`) when set."""
+
+    qualnames: tuple[str, ...]
+    bare: str | None = None
+    module: str | None = None
+    suffix: bool = False
+
+
+def spellings(name: str) -> list[Spelling]:
+    """How `name` can match, most specific first.
+
+    `Console.print` is a qualified name (with `.`, `::` or `#` between parts, whichever the language uses); then,
+    for `pkg.module.func`, a shorter qualified name in a file under `pkg/module`; last, the end of a longer
+    qualified name (`Inner.method` for `Outer.Inner.method`). A one-part name is a plain name.
+    """
+    parts = [part for part in _SEPARATORS.split(name) if part]
+    if not parts:
+        return []
+    if len(parts) == 1:
+        return [Spelling(qualnames=(parts[0],), bare=parts[0])]
+    found = [Spelling(qualnames=_joined(parts))]
+    for cut in range(1, len(parts)):
+        head, tail = parts[:cut], parts[cut:]
+        found.append(Spelling(qualnames=_joined(tail), module="/".join(head)))
+    found.append(Spelling(qualnames=found[0].qualnames, suffix=True))
+    return found
+
+
+def _joined(parts: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(separator.join(parts) for separator in (".", "::")))
