@@ -1,6 +1,6 @@
 """Who gets in: a token on loopback by default, scoped tokens (read, write, admin), the audit trail of destructive
-calls, and the per-token rate limit. Servers run as users start them; a second local account (`nobody`, through
-`runuser`) knocks from outside; MCP calls go through the SDK's HTTP client."""
+calls, and the per-token rate limit. Servers run as users start them; a second local account, created for the test
+and removed after it, knocks from outside through `runuser`; MCP calls go through the SDK's HTTP client."""
 
 from __future__ import annotations
 
@@ -49,11 +49,23 @@ print(status, listing)
 """
 
 
-def as_other_user(url: str, data_dir: Path) -> tuple[int, str]:
+@pytest.fixture(scope="module")
+def other_user() -> Iterator[str]:
+    """A second local account with no home and no shell, made for these tests and deleted after them."""
+    assert RUNUSER is not None and os.geteuid() == 0, "needs root and runuser (util-linux) to act as a second local user"
+    name = f"ledger-test-{os.getpid()}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+def as_other_user(user: str, url: str, data_dir: Path) -> tuple[int, str]:
     """What another local account gets: the status of a request to `url`, and whether it can list `data_dir`."""
-    assert RUNUSER is not None and os.geteuid() == 0, "needs root and runuser to act as a second local user"
+    assert RUNUSER is not None
     done = subprocess.run(
-        [RUNUSER, "-u", "nobody", "--", SYSTEM_PYTHON, "-c", KNOCK, url, str(data_dir)],
+        [RUNUSER, "-u", user, "--", SYSTEM_PYTHON, "-c", KNOCK, url, str(data_dir)],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     status, listing = done.stdout.split()
@@ -162,14 +174,14 @@ def test_tokens_are_kept_hashed_revocable_and_audited(tmp_path: Path) -> None:
     assert secret.encode() not in stored and secret[4:].encode() not in stored
 
 
-async def test_loopback_needs_a_token_that_another_local_user_does_not_have(shared_project: Project) -> None:
+async def test_loopback_needs_a_token_that_another_local_user_does_not_have(shared_project: Project, other_user: str) -> None:
     project = shared_project
     with running(project, "serve", "--transport", "http", "--port", str(free_port()), banner=r"at (http://\S+/mcp)") as (log, url):
         token_file = project.data_dir / "http_token"
         token = token_file.read_text().strip()
         assert token_file.stat().st_mode & 0o777 == 0o600 and project.data_dir.stat().st_mode & 0o777 == 0o700
         assert f"Authorization: Bearer {token}" in log  # printed once, at start, like Jupyter's URL
-        assert as_other_user(url, project.data_dir) == (401, "denied")
+        assert as_other_user(other_user, url, project.data_dir) == (401, "denied")
         assert post(url).status_code == 401
         assert post(url, Authorization=f"Bearer {token}").status_code == 200
     with running(project, "serve", "--transport", "http", "--port", str(free_port()), banner=r"at (http://\S+/mcp)") as (_, url):
@@ -240,13 +252,13 @@ async def test_past_the_rate_limit_429_then_service_resumes_after_retry_after(pr
         assert post(url, Authorization=bearer).status_code == 200
 
 
-async def test_the_inspector_wants_its_token_once_then_a_cookie_and_audits_its_pins(shared_project: Project) -> None:
+async def test_the_inspector_wants_its_token_once_then_a_cookie_and_audits_its_pins(shared_project: Project, other_user: str) -> None:
     project = shared_project
     memory = run_cli(project, "remember", "Invoices are sent on the 3rd business day.", "--kind", "decision").stdout.split()[0]
     with running(project, "inspect", "--port", "0", banner=r"at (http://127\.0\.0\.1:\d+/\?token=\S+)") as (_, address):
         base, _, token = address.partition("?token=")
         assert token == (project.data_dir / "http_token").read_text().strip()
-        assert as_other_user(base + "status", project.data_dir) == (401, "denied")
+        assert as_other_user(other_user, base + "status", project.data_dir) == (401, "denied")
         with httpx2.Client(timeout=30, follow_redirects=False) as browser:
             assert browser.get(base + "status").status_code == 401
             assert browser.get(base + "status?token=wrong-token-wrong-token").status_code == 401
