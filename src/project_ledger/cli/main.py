@@ -115,8 +115,9 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    with opened(settings, index=False) as ledger:
-        result = ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
+    with opened_services(settings) as services:
+        services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
+        result = services.ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -124,6 +125,8 @@ def remember(
         if result.redacted:
             secrets = ", ".join(f"{n} {kind}" for kind, n in result.redacted_types.items())
             click.echo(f"redacted before storing: {secrets}", err=True)
+        if result.note:
+            click.echo(result.note, err=True)
 
 
 @main.command()

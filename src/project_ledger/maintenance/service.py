@@ -118,6 +118,11 @@ class MaintenanceService:
         self._sync.open_now()
         self._sync.catch_up()
 
+    def try_open_index(self) -> bool:
+        """Open this process's index if it can be (a write's near-duplicate check needs it, but must not fail for
+        it); whether it opened. `LedgerService.remember` says why the check was skipped when it did not."""
+        return self._sync.open_now()
+
     def catch_up_index(self) -> None:
         """Bring the open index up to the journal, vectors computed since it opened included."""
         self._sync.catch_up()

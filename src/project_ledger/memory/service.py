@@ -185,7 +185,8 @@ class LedgerService:
                 "Edit the file instead, or store what is new (LEDGER_REJECT_RESTATED_CONTEXT=false allows it)."
             )
         if kind != "turn" and supersedes is None and self.sync.state() != "ready":
-            notes.append(f"near-duplicate check skipped: the search index is {self.sync.state()}")
+            why = "still opening" if self.sync.state() == "opening" else f"unavailable ({self.sync.open_error})"
+            notes.append(f"near-duplicate check skipped: the search index is {why}")
         elif kind != "turn" and supersedes is None:
             duplicate = self._near_duplicate(text, kind)
             if duplicate is not None:

@@ -127,9 +127,9 @@ class IndexSync:
         """Open the index and start the worker in the background; returns at once."""
         self._worker.start()
 
-    def open_now(self) -> None:
-        """Open and catch up in the calling thread (the CLI's way)."""
-        self._worker.open_now()
+    def open_now(self) -> bool:
+        """Open and catch up in the calling thread (the CLI's way); whether it opened."""
+        return self._worker.open_now()
 
     def stop(self) -> None:
         self._worker.stop(timeout=30)
