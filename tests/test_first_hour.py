@@ -18,3 +18,21 @@ def test_cli_remember_checks_for_near_duplicates(project: Project) -> None:
     plain = run_cli(project, "remember", "Use Console(record=True) to capture all output in tests", "--kind", "decision")
     assert plain.returncode == 0 and plain.stdout.strip() == f"{first['id']} (already stored)"
     assert "already says this" in plain.stderr
+
+
+def test_cli_forget_checks_the_id_then_shows_what_it_will_erase(project: Project) -> None:
+    unknown = run_cli(project, "forget", "m-no-such-id")
+    assert unknown.returncode == 1 and "Erase" not in unknown.stderr
+    assert "no memory with id 'm-no-such-id'" in unknown.stderr
+
+    turn = cli(project, "remember", "We decided to use Postgres 16 for the billing service.", "--kind", "turn", "--json")
+    [captured] = turn["captured"]
+    asked = run_cli(project, "forget", turn["id"])  # no terminal to confirm on: the prompt is shown, then nothing happens
+    assert asked.returncode == 1 and "Aborted" in asked.stderr
+    prompt = asked.stderr
+    assert "We decided to use Postgres 16 for the billing service." in prompt
+    assert captured["id"] in prompt and "1 memory derived from it" in prompt
+    assert prompt.index("Postgres 16") < prompt.index("Erase")
+    assert cli(project, "forget", turn["id"], "--yes") == f"forgot {turn['id']}; also erased: {captured['id']}\n"
+    again = run_cli(project, "forget", turn["id"])
+    assert again.returncode == 0 and again.stdout == f"{turn['id']} was already forgotten\n"

@@ -43,6 +43,13 @@ class Memory(Record):
     last_accessed_at: str | None = None
 
 
+class ForgetPreview(Record):
+    """What forgetting a memory would erase: the memory, and the memories derived from it that go with it."""
+
+    memory: Memory
+    also: list[Memory]
+
+
 class Captured(Record):
     id: str
     kind: str

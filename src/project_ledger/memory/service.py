@@ -35,6 +35,7 @@ from project_ledger.models import (
     CodeHit,
     ContextResult,
     EmbeddingStatus,
+    ForgetPreview,
     ForgetResult,
     GistResult,
     HistoryResult,
@@ -289,6 +290,11 @@ class LedgerService:
         self.pack_cache.clear()
         self.sync.kick()
         return ForgetResult(id=memory_id, ok=True, also_forgotten=derived)
+
+    def forget_preview(self, memory_id: str) -> ForgetPreview:
+        """What `forget` would erase, for a confirmation that shows it; `MemoryNotFound` for an unknown id."""
+        memory = self.journal.get(self.validate.label(memory_id, "id") or memory_id)
+        return ForgetPreview(memory=memory, also=self.journal.derived(memory.id) if memory.deleted_at is None else [])
 
     def history(self, memory_id: str) -> HistoryResult:
         chain = self.journal.history(self.validate.label(memory_id, "id") or memory_id)
