@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
-from .conftest import Project, cli, run_cli
+from .conftest import EXECUTABLE, Project, cli, run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -36,3 +39,17 @@ def test_cli_forget_checks_the_id_then_shows_what_it_will_erase(project: Project
     assert cli(project, "forget", turn["id"], "--yes") == f"forgot {turn['id']}; also erased: {captured['id']}\n"
     again = run_cli(project, "forget", turn["id"])
     assert again.returncode == 0 and again.stdout == f"{turn['id']} was already forgotten\n"
+
+
+def test_a_closed_pipe_ends_the_cli_quietly(project: Project) -> None:
+    """`project-ledger status | head -1`: the reader has gone before the command writes."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        completed = subprocess.run(
+            [EXECUTABLE, "status", "--root", str(project.root)], stdout=write, stderr=subprocess.PIPE, text=True, timeout=300
+        )
+    finally:
+        os.close(write)
+    assert completed.stderr == ""
+    assert completed.returncode == 141  # 128 + SIGPIPE, as a Unix tool killed by the closed pipe reports it

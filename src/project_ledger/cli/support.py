@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,16 +19,25 @@ from project_ledger.maintenance.service import Services
 from project_ledger.memory.service import LedgerService
 
 F = TypeVar("F", bound=Callable[..., Any])
+CLOSED_PIPE_STATUS = 141  # 128 + SIGPIPE (13 on Linux and macOS; Windows has no signal to name it)
 
 
 class LedgerGroup(click.Group):
-    """Any unexpected failure is one line naming it, with the way to see more; `--debug` shows the traceback."""
+    """Any unexpected failure is one line naming it, with the way to see more; `--debug` shows the traceback.
+
+    A reader that went away (`project-ledger status | head -1`) ends the command quietly, with the status a Unix
+    tool killed by SIGPIPE has.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)  # the exit's own flush of stdout must not fail again
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(CLOSED_PIPE_STATUS) from None
         except Exception as exc:
             if (ctx.obj or {}).get("debug"):
                 raise
