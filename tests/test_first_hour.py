@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
 import subprocess
 
 import pytest
@@ -53,3 +55,20 @@ def test_a_closed_pipe_ends_the_cli_quietly(project: Project) -> None:
         os.close(write)
     assert completed.stderr == ""
     assert completed.returncode == 141  # 128 + SIGPIPE, as a Unix tool killed by the closed pipe reports it
+
+
+def test_serve_on_a_terminal_says_what_it_is(project: Project) -> None:
+    """Started by hand, `serve` waits for a client's JSON-RPC on stdin; one line on stderr says so."""
+    controller, terminal = pty.openpty()
+    command = [EXECUTABLE, "serve", "--root", str(project.root)]
+    try:
+        with subprocess.Popen(command, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=project.root) as server:
+            ready, _, _ = select.select([server.stderr], [], [], 20)
+            line = server.stderr.readline().decode() if ready else ""
+            server.terminate()
+            output, _ = server.communicate(timeout=30)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert "MCP server" in line and "project-ledger config" in line
+    assert output == b""  # stdout stays the protocol's

@@ -44,6 +44,12 @@ Examples:
 """
 
 
+TTY_NOTICE = (
+    "project-ledger serve is an MCP server: it reads JSON-RPC on stdin, and an MCP client starts it. "
+    "To add it to a client: project-ledger config claude-code --write (or cursor, vscode, claude-desktop). Ctrl-C stops it."
+)
+
+
 @click.group(cls=LedgerGroup, epilog=EXAMPLES)
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 @click.option("--debug", is_flag=True, help="Show the full traceback of an unexpected error (and debug logging).")
@@ -78,6 +84,9 @@ def serve(settings: Settings, transport: str, host: str, port: int) -> None:
 
     if transport == "stdio":
         from project_ledger.mcp.stdio import serve_stdio
+
+        if sys.stdin.isatty():  # started by hand: without this line it looks hung, and typing gets JSON-RPC errors
+            click.echo(TTY_NOTICE, err=True)
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd()))
         return
