@@ -22,6 +22,7 @@ def states(findings: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without_touching_it(project: Project) -> None:
     (project.root / "app.py").write_text("def handle(event: dict) -> None:\n    pass\n")
+    (project.root / "project_context.md").write_text("# app\n\nHandles events from the queue.\n")  # missing, it is a warning
     async with connect(project) as ledger:
         ids = [await ledger.remember(f"Service number {n} listens on port {8000 + n}.") for n in range(12)]
         await ledger.settled()
@@ -47,6 +48,7 @@ async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without
         "vectors": "warning",
         "code index": "warning",
         "watcher": "ok",
+        "context": "ok",
     }, found
     assert "3 memories have no vector" in found["vectors"]["detail"]
     assert "new or changed: 1" in found["code index"]["detail"]

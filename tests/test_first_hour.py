@@ -72,3 +72,25 @@ def test_serve_on_a_terminal_says_what_it_is(project: Project) -> None:
         os.close(terminal)
     assert "MCP server" in line and "project-ledger config" in line
     assert output == b""  # stdout stays the protocol's
+
+
+def test_the_unedited_template_stays_out_of_the_pack_and_status_and_doctor_say_so(project: Project) -> None:
+    (project.root / "app.py").write_text('def main() -> None:\n    """Start the app."""\n')
+    cli(project, "init")
+    pack = cli(project, "context", "--json")["text"]
+    for placeholder in ("One or two sentences", "`...`", "none detected", "Rules a linter does not enforce", "Dated, with the reason"):
+        assert placeholder not in pack
+    assert "## Conventions" not in pack, "a section holding only a placeholder goes with it"
+    assert "Languages: python (1 file)" in pack, "what init detected stays"
+    status = cli(project, "status", "--json")
+    assert status["project_context_placeholders"] >= 5
+    assert "still has" in cli(project, "status") and "placeholders" in cli(project, "status")
+    doctor = cli(project, "doctor", "--json")
+    [finding] = [f for f in doctor if f["check"] == "context"]
+    assert finding["state"] == "warning" and "project_context.md" in finding["detail"]
+
+    (project.root / "project_context.md").write_text("# app\n\n## What this project is\nA tiny CLI that greets people.\n")
+    assert cli(project, "status", "--json")["project_context_placeholders"] == 0
+    [finding] = [f for f in cli(project, "doctor", "--json") if f["check"] == "context"]
+    assert finding["state"] == "ok"
+    assert "A tiny CLI that greets people." in cli(project, "context", "--json")["text"]

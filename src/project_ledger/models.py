@@ -182,6 +182,9 @@ class Status(Record):
     superseded: int
     forgotten: int
     project_context: str | None = Field(description="Path of project_context.md; null when missing.")
+    project_context_placeholders: int = Field(
+        default=0, description="Blocks of project_context.md still holding the template's placeholders (left out of every pack)."
+    )
     session_start_cut: bool = Field(description="The session-start pack is cut to fit its token cap.")
     index: IndexStatus
     embedding: EmbeddingStatus

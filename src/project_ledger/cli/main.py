@@ -250,6 +250,8 @@ def status(settings: Settings, as_json: bool) -> None:
     click.echo(f"data dir:  {result.data_dir}")
     cut = " (cut to fit the instructions cap)" if result.session_start_cut else ""
     click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
+    if result.project_context_placeholders:
+        click.echo(f"           still has {result.project_context_placeholders} template placeholders (left out of the pack): edit it")
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
     click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
     for stale in result.stale:

@@ -18,6 +18,7 @@ from typing import Literal
 from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.errors import LedgerError
 from project_ledger.maintenance.service import MaintenanceService
+from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 from project_ledger.search.edge_index import MIN_FREE_BYTES
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
@@ -41,7 +42,19 @@ def examine(maintenance: MaintenanceService, fix: bool) -> list[Finding]:
         findings += [_index(maintenance, fix), _vectors(maintenance, fix)]
     if maintenance.has_code:
         findings += [_code_index(maintenance, fix), _watcher(maintenance)]
-    return findings
+    return [*findings, _context(maintenance.paths.project_context)]
+
+
+def _context(path: Path) -> Finding:
+    """project_context.md opens every session: missing or still the template, it tells an agent nothing."""
+    text = ProjectContextFile(path).read()
+    if text is None:
+        return Finding("context", "warning", f"{path} is missing: `project-ledger init` drafts one for you to finish")
+    if placeholders := placeholder_count(text):
+        return Finding(
+            "context", "warning", f"{path} still has {placeholders} of the template's placeholders, left out of every session: edit it"
+        )
+    return Finding("context", "ok", f"{path} is filled in")
 
 
 def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:

@@ -24,7 +24,7 @@ from project_ledger.memory.capture import propose
 from project_ledger.memory.context_pack import Pack, PackCache, assemble, cache_key
 from project_ledger.memory.context_sections import query_sections, render_memory, stable_sections
 from project_ledger.memory.gist_sampling import Writer
-from project_ledger.memory.project_context import ProjectContextFile, missing_context_text
+from project_ledger.memory.project_context import ProjectContextFile, missing_context_text, placeholder_count
 from project_ledger.memory.recall import Recall
 from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.session_gists import SessionGists
@@ -494,6 +494,7 @@ class LedgerService:
             superseded=counts.superseded,
             forgotten=counts.forgotten,
             project_context=str(self.paths.project_context) if self.paths.project_context.exists() else None,
+            project_context_placeholders=placeholder_count(self.project_context.read()),
             session_start_cut=self.session_start().truncated,
             index=IndexStatus(
                 backend=index.backend if index else "unknown",
