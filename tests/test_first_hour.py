@@ -94,3 +94,33 @@ def test_the_unedited_template_stays_out_of_the_pack_and_status_and_doctor_say_s
     [finding] = [f for f in cli(project, "doctor", "--json") if f["check"] == "context"]
     assert finding["state"] == "ok"
     assert "A tiny CLI that greets people." in cli(project, "context", "--json")["text"]
+
+
+def test_status_names_the_command_that_embeds_symbols_and_speaks_for_its_own_process(project: Project) -> None:
+    (project.root / "app.py").write_text('def main() -> None:\n    """Start the app."""\n\n\ndef stop() -> None:\n    pass\n')
+    cli(project, "index")
+    status = cli(project, "status")
+    assert "2 symbols without vectors" in status and "project-ledger index --embed" in status
+    assert "not loaded by this command" in status, "a CLI process has its own model; a server's state is its own"
+    [code] = [f for f in cli(project, "doctor", "--json") if f["check"] == "code index"]
+    assert code["state"] == "warning" and "2 symbols have no vector" in code["detail"]
+
+    cli(project, "index", "--embed")
+    status = cli(project, "status")
+    assert "without vectors" not in status and "run `project-ledger index" not in status
+    [code] = [f for f in cli(project, "doctor", "--json") if f["check"] == "code index"]
+    assert code["state"] == "ok"
+
+
+def test_a_server_s_watcher_reads_starting_not_off_while_it_starts(project: Project) -> None:
+    from .conftest import open_project_ledger
+
+    (project.root / "app.py").write_text("def main() -> None:\n    pass\n")
+    ledger = open_project_ledger(project.settings(watch=True))
+    try:
+        code = ledger.require_code()
+        assert code.status().watcher == "off", "a process that never starts one (the CLI) has none"
+        code.start()
+        assert code.status().watcher in ("starting", "running")
+    finally:
+        ledger.close()

@@ -268,7 +268,7 @@ class CodeStatus(Record):
     languages: dict[str, int] = Field(description="Indexed files per language.")
     indexing: str | None = Field(description="Progress of a scan in progress, if any.")
     last_scan: ScanStatus | None
-    watcher: Literal["running", "off", "failed"]
+    watcher: Literal["starting", "running", "off", "failed"] = Field(description="This process's file watcher.")
     pending_vectors: int = Field(description="Symbols without a dense vector yet (search_code ranks them on BM25).")
     search_lag: int | None = Field(description="Code revisions not yet in the search index; null while it opens.")
     error: str | None = None

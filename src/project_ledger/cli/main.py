@@ -263,11 +263,17 @@ def status(settings: Settings, as_json: bool) -> None:
     for event in index.events:
         click.echo(f"           {event}")
     detail = f" ({result.embedding.detail})" if result.embedding.detail else ""
-    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state}{detail}")
+    if result.embedding.state == "not-loaded":  # each process loads its own; a server's is in its status tool
+        detail = " by this command (each process loads its own model; a running server's status tool shows its own)"
+    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state.replace('-', ' ')}{detail}")
     if (code := result.code) is not None:
         languages = ", ".join(f"{name} {n}" for name, n in sorted(code.languages.items(), key=lambda kv: -kv[1])) or "none"
         click.echo(f"code:      {code.files} files ({languages}), {code.symbols} symbols, {code.references} references")
-        click.echo(f"           {code.pending_vectors} symbols without vectors; run `project-ledger index` to update")
+        if code.pending_vectors:
+            click.echo(
+                f"           {code.pending_vectors} symbols without vectors (search_code ranks them on exact words): a running "
+                "server computes them in the background, or run `project-ledger index --embed`"
+            )
 
 
 @main.command()

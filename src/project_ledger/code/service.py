@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.languages import BY_NAME
@@ -279,6 +280,12 @@ class CodeService:
         self._map_cache = (key, answer)
         return answer
 
+    def _watcher_state(self) -> Literal["starting", "running", "off", "failed"]:
+        """This process's watcher: off in one that never starts it (the CLI), starting until its first try is over."""
+        if self.watcher is None or self._scan_thread is None:
+            return "off"
+        return self.watcher.state if self.watcher.attempted else "starting"
+
     def status(self) -> CodeStatus:
         counts = self.store.counts()
         progress = self.indexer.progress
@@ -293,7 +300,7 @@ class CodeService:
                 files=last.files, parsed=last.parsed, unchanged=last.unchanged, removed=last.removed,
                 seconds=round(last.seconds, 3), skipped=last.skipped.counts,
             ) if last else None,  # fmt: skip
-            watcher="off" if self.watcher is None else self.watcher.state,
+            watcher=self._watcher_state(),
             pending_vectors=self.search.pending_vectors(),
             search_lag=self.search.lag(),
             error=progress.last_error or self.search.error,

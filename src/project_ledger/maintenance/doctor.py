@@ -149,12 +149,24 @@ def _vectors(maintenance: MaintenanceService, fix: bool) -> Finding:
 def _code_index(maintenance: MaintenanceService, fix: bool) -> Finding:
     changed, gone = maintenance.code_out_of_date()
     if not changed and not gone:
-        return Finding("code index", "ok", f"{maintenance.code_counts().files} files, in step with the source tree")
+        return _symbol_vectors(maintenance, fix, f"{maintenance.code_counts().files} files, in step with the source tree")
     detail = f"since the last index, source files new or changed: {changed}, deleted: {gone}"
     if not fix:
         return Finding("code index", "warning", detail + " (a running server's watcher catches up); --fix indexes them now")
     summary = maintenance.scan_code()
-    return Finding("code index", "fixed", f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed")
+    return _symbol_vectors(maintenance, fix, f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed", "fixed")
+
+
+def _symbol_vectors(maintenance: MaintenanceService, fix: bool, detail: str, state: State = "ok") -> Finding:
+    """Symbols without a vector are found by their words only: say so, and with `fix` compute them."""
+    missing = maintenance.missing_symbol_vectors()
+    if not missing:
+        return Finding("code index", state, detail)
+    detail += f"; {missing} symbols have no vector yet (a running server computes them in the background)"
+    if not fix or maintenance.model_status().state != "ready":
+        return Finding("code index", "warning", detail + ("; --fix, or `project-ledger index --embed`, computes them now" if not fix else ""))
+    maintenance.embed_symbols()
+    return Finding("code index", "fixed", detail + "; computed them")
 
 
 def _watcher(maintenance: MaintenanceService) -> Finding:

@@ -178,6 +178,10 @@ class MaintenanceService:
     def code_counts(self) -> CodeCounts:
         return self._require_code().store.counts()
 
+    def missing_symbol_vectors(self) -> int:
+        """Symbols without a vector for the current model."""
+        return self._require_code().search.pending_vectors()
+
     def embed_symbols(self, report: Report = quiet) -> int:
         """Embed every symbol that has no vector yet; the model is loaded only if one lacks it. How many were
         embedded (0 as well when the model cannot load)."""
