@@ -6,8 +6,10 @@ import os
 import pty
 import select
 import subprocess
+from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from .conftest import EXECUTABLE, Project, cli, run_cli
 
@@ -124,3 +126,40 @@ def test_a_server_s_watcher_reads_starting_not_off_while_it_starts(project: Proj
         assert code.status().watcher in ("starting", "running")
     finally:
         ledger.close()
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("recall", {"query": "x", "k": 100000}, ["k=100000 is out of range", "1 to 100", "(LEDGER_MAX_K)"]),
+        ("recall", {"query": "x", "k": 0}, ["k=0 is out of range", "1 to 100", "(LEDGER_MAX_K)"]),
+        ("recall", {"query": "x", "k": "eight"}, ["k='eight' is not a whole number"]),
+        ("remember", {"text": "x", "kind": "opinion"}, ["kind='opinion' is not one of note, decision"]),
+        ("context", {"token_budget": 10}, ["token_budget=10 is out of range: give 100 to 25000 (LEDGER_MAX_RESULT_TOKENS)"]),
+        ("remember", {}, ["text is missing: What to keep, verbatim"]),
+        ("remember", {"text": "x", "tags": "db"}, ["tags='db' is not a list"]),
+    ],
+    ids=["k-high", "k-zero", "k-word", "kind", "budget", "missing", "tags"],
+)
+async def test_schema_errors_over_mcp_say_what_to_do(client: Client, tool: str, arguments: dict, expected: list[str]) -> None:
+    result = await client.session.call_tool(tool, arguments)
+    assert result.is_error
+    text = result.content[0].text
+    assert all(fragment in text for fragment in expected), text
+    assert "validation error" not in text and "pydantic" not in text and "http" not in text
+    assert "\n" not in text, "one line"
+
+
+async def test_schema_bounds_are_the_configured_limits(tmp_path: Path) -> None:
+    from .conftest import in_memory_client, open_project_ledger
+
+    project = Project(tmp_path, env={"LEDGER_MAX_K": "12", "LEDGER_MAX_RESULT_TOKENS": "3000"})
+    settings = project.settings(watch=False)
+    async with in_memory_client(settings, open_project_ledger(settings)) as client:
+        tools = {tool.name: tool.input_schema["properties"] for tool in (await client.list_tools()).tools}
+        maximum = lambda prop: next(o["maximum"] for o in [prop, *prop.get("anyOf", [])] if "maximum" in o)  # noqa: E731
+        assert maximum(tools["recall"]["k"]) == 12
+        assert maximum(tools["recall"]["token_budget"]) == maximum(tools["context"]["token_budget"]) == 3000
+        assert maximum(tools["repo_map"]["token_budget"]) == 3000
+        refused = await client.session.call_tool("repo_map", {"token_budget": 3001})
+        assert refused.is_error and "3000 (LEDGER_MAX_RESULT_TOKENS)" in refused.content[0].text

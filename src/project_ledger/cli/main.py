@@ -206,7 +206,7 @@ def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) 
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100-200000.")
+@click.option("--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100 to LEDGER_MAX_RESULT_TOKENS (25000 unless set).")
 @click.option("--session", help="Close the pack with this session's latest turns.")
 @click.option("--json", "as_json", is_flag=True, help="Print the pack and its breakdown as JSON.")
 @project_options

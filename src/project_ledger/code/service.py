@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 300
 MAX_FOCUS = 50
-MAX_MAP_TOKENS = 32_000
 CONTEXT_CHARS = 200
 EXACT_NAME = "name = ? COLLATE NOCASE AND name = ?"  # the first half lets SQLite use the name index
 
@@ -70,8 +69,10 @@ class CodeService:
         search: CodeSearch,
         tokens: TokenCounter,
         watch: bool,
+        max_result_tokens: int = 25_000,
     ) -> None:
         self.root = root
+        self.max_result_tokens = max_result_tokens  # the largest repo map (LEDGER_MAX_RESULT_TOKENS)
         self.store = store
         self.indexer = indexer
         self.search = search
@@ -244,7 +245,10 @@ class CodeService:
         return text[:CONTEXT_CHARS]
 
     def repo_map(self, token_budget: int = 1024, focus: list[str] | None = None) -> RepoMapResult:
-        token_budget = self._limit(token_budget, "token_budget", MAX_MAP_TOKENS)
+        if not 1 <= token_budget <= self.max_result_tokens:
+            raise InvalidArgument(
+                f"token_budget={token_budget} is out of range: give 1 to {self.max_result_tokens} (LEDGER_MAX_RESULT_TOKENS)"
+            )
         focus = focus or []
         if len(focus) > MAX_FOCUS:
             raise InvalidArgument(f"focus has {len(focus)} entries; the limit is {MAX_FOCUS}")

@@ -36,7 +36,8 @@ from project_ledger.code.service import render_symbol
 from project_ledger.code.symbols import SymbolKind
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
-from project_ledger.factory import open_ledger
+from project_ledger.factory import limits, open_ledger
+from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.mcp.roots import ClientRoots
 from project_ledger.memory.context_sections import render_memory
@@ -184,7 +185,7 @@ class LedgerTools:
     async def recall(
         self,
         query: Annotated[str | None, Field(description="Question or keywords; exact identifiers work too.")] = None,
-        k: Annotated[int, Field(ge=1, le=100)] = 8,
+        k: Annotated[int, Field(ge=1)] = 8,  # the upper bound is LEDGER_MAX_K (see `arguments.SETTING_BOUNDS`)
         kinds: list[Kind] | None = None,
         tags: list[str] | None = None,
         session: str | None = None,
@@ -213,7 +214,7 @@ class LedgerTools:
     async def context(
         self,
         query: Annotated[str | None, Field(description="The task or question; without it, the session-start pack.")] = None,
-        token_budget: Annotated[int, Field(ge=100, le=200_000)] = 4000,
+        token_budget: Annotated[int, Field(ge=100)] = 4000,
         session: Annotated[str | None, Field(description="Your session id: its latest turns close the pack.")] = None,
     ) -> Annotated[CallToolResult, ContextResult]:
         """Everything relevant in one block within token_budget: project context, pins, memories and code
@@ -311,7 +312,7 @@ class LedgerTools:
 
     async def repo_map(
         self,
-        token_budget: Annotated[int, Field(ge=1, le=32_000)] = 1024,
+        token_budget: Annotated[int, Field(ge=1)] = 1024,
         focus: Annotated[
             list[str], Field(description="Files, directories or symbol names to centre the map on.")
         ] = [],  # noqa: B006 - the schema default the clients see; never mutated
@@ -364,7 +365,7 @@ def create_server(
         finally:
             await anyio.to_thread.run_sync(handle.close)
 
-    app = MCPServer(
+    app = LedgerServer(
         "project-ledger",
         title="Project Ledger",
         description="A persistent, per-project memory for coding agents: decisions, notes, code symbols and project context, "
@@ -372,6 +373,7 @@ def create_server(
         instructions=instructions(tools, handle, roots),
         version=version(),
         lifespan=lifespan,
+        limits=ledger.limits if ledger is not None else limits(settings),
     )
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)
