@@ -333,7 +333,7 @@ async def test_bad_input_is_a_readable_error_page(site: Site, page: Page) -> Non
         ("recall?q=retries&min_relevance=2", 400, "min_relevance=2.0 is out of range"),
         ("context?q=retries&budget=abc", 400, "token budget must be a whole number, not 'abc'"),
         ("context?budget=5", 400, "token_budget=5 is out of range"),
-        ("code?budget=-1", 400, "token_budget must be between 1 and"),
+        ("code?budget=-1", 400, "token_budget=-1 is out of range: give 1 to 25000 (LEDGER_MAX_RESULT_TOKENS)"),
         ("nowhere", 404, "No such page."),
     ]:
         response = await page.goto(site.url + path)
