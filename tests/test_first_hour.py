@@ -8,6 +8,7 @@ import select
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -163,3 +164,24 @@ async def test_schema_bounds_are_the_configured_limits(tmp_path: Path) -> None:
         assert maximum(tools["repo_map"]["token_budget"]) == 3000
         refused = await client.session.call_tool("repo_map", {"token_budget": 3001})
         assert refused.is_error and "3000 (LEDGER_MAX_RESULT_TOKENS)" in refused.content[0].text
+
+
+async def test_find_symbol_says_when_it_cut_the_list(project: Project) -> None:
+    from .conftest import connect
+
+    (project.root / "handlers.py").write_text("".join(f"def handle_{n}() -> None:\n    pass\n\n\n" for n in range(25)))
+    async with connect(project) as ledger:
+        result = await ledger.session.call_tool("find_symbol", {"name": "handle_"})
+        found = result.structured_content
+        for _ in range(100):  # the first scan runs in the background
+            if found["symbols"]:
+                break
+            await anyio.sleep(0.1)
+            result = await ledger.session.call_tool("find_symbol", {"name": "handle_"})
+            found = result.structured_content
+        assert len(found["symbols"]) == 20 and found["truncated"] and found["total"] == 25
+        assert result.content[0].text.startswith("20 of 25 definitions (prefix)")
+        everything = await ledger.call("find_symbol", name="handle_", limit=30)
+        assert len(everything["symbols"]) == 25 and not everything["truncated"] and everything["total"] == 25
+    shell = run_cli(project, "symbols", "handle_")
+    assert "(20 of 25 by prefix; --limit shows more)" in shell.stderr

@@ -214,6 +214,8 @@ class CodeSymbol(Record):
 class FindSymbolResult(Record):
     symbols: list[CodeSymbol]
     matched_by: SymbolMatch = Field(description="The first matching rule that found something.")
+    total: int = Field(description="Definitions that rule matches; more than listed when truncated.")
+    truncated: bool = Field(description="More matched than `limit`: ask with a higher one.")
     note: str | None = None
 
 

@@ -451,7 +451,8 @@ def symbols(settings: Settings, name: str, kind: str | None, language: str | Non
     if not result.symbols:
         click.echo(f"No definition of {name!r} found.", err=True)
         raise SystemExit(1)
-    click.echo(f"({len(result.symbols)} by {result.matched_by})", err=True)
+    shown = f"{len(result.symbols)} of {result.total}" if result.truncated else str(len(result.symbols))
+    click.echo(f"({shown} by {result.matched_by}{'; --limit shows more' if result.truncated else ''})", err=True)
     click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))
 
 

@@ -198,8 +198,12 @@ class CodeService:
             where = " AND ".join([f"({condition})", *filters])
             found = self.store.symbols(where, [*values, *params], limit)
             if found:
-                return FindSymbolResult(symbols=[_symbol(s) for s in found], matched_by=rule, note=self.indexer.progress.note())
-        return FindSymbolResult(symbols=[], matched_by="none", note=self.indexer.progress.note())
+                total = len(found) if len(found) < limit else self.store.count_symbols(where, [*values, *params])
+                return FindSymbolResult(
+                    symbols=[_symbol(s) for s in found], matched_by=rule, total=total, truncated=total > len(found),
+                    note=self.indexer.progress.note(),
+                )  # fmt: skip
+        return FindSymbolResult(symbols=[], matched_by="none", total=0, truncated=False, note=self.indexer.progress.note())
 
     def search_code(self, query: str, k: int = 10, *, language: str | None = None, path: str | None = None) -> SearchCodeResult:
         query = self._name(query, "query")

@@ -282,7 +282,9 @@ class LedgerTools:
         result = await self._call(
             lambda ledger: ledger.require_code().find_symbol(name, kind=kind, language=language, path=path, limit=limit)
         )
-        header = f"{len(result.symbols)} definitions ({result.matched_by})" + (f"; {result.note}" if result.note else "")
+        shown = f"{len(result.symbols)} of {result.total}" if result.truncated else str(len(result.symbols))
+        header = f"{shown} definitions ({result.matched_by})" + ("; a higher limit shows more" if result.truncated else "")
+        header += f"; {result.note}" if result.note else ""
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
 
     async def search_code(
