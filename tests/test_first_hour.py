@@ -185,3 +185,36 @@ async def test_find_symbol_says_when_it_cut_the_list(project: Project) -> None:
         assert len(everything["symbols"]) == 25 and not everything["truncated"] and everything["total"] == 25
     shell = run_cli(project, "symbols", "handle_")
     assert "(20 of 25 by prefix; --limit shows more)" in shell.stderr
+
+
+async def test_replies_say_each_thing_once_in_plain_words(client: Client) -> None:
+    first = await client.session.call_tool("remember", {"text": "Use Console(record=True) to capture the output in tests", "kind": "decision"})
+    memory_id = first.structured_content["id"]
+    again = await client.session.call_tool("remember", {"text": "Use Console(record=True) to capture all the output in tests", "kind": "decision"})
+    assert again.content[0].text.count("already says this") == 1, again.content[0].text
+
+    fetched = await client.session.call_tool("recall", {"ids": [memory_id]})
+    assert fetched.content[0].text.startswith("1 memory (by id)")
+    assert fetched.structured_content["mode"] == "by-id"
+    history = await client.session.call_tool("history", {"id": memory_id})
+    assert history.content[0].text.startswith("1 version; current:")
+
+
+def test_summarize_of_an_unknown_session_speaks_shell_on_the_cli(project: Project) -> None:
+    completed = run_cli(project, "summarize", "no-such-session")
+    assert completed.returncode == 1
+    assert "session='no-such-session'" not in completed.stderr
+    assert "--session no-such-session" in completed.stderr
+
+
+async def test_serve_with_a_missing_root_starts_and_says_why(project: Project) -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    missing = project.root / "no-such-dir"
+    params = StdioServerParameters(command=EXECUTABLE, args=["serve", "--root", str(missing)], env=project.server_env(), cwd=str(project.root))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert f"--root {missing} is not an existing directory" in (init.instructions or "")
+        result = await session.call_tool("recall", {"query": "anything"})
+        assert result.is_error and "is not an existing directory" in result.content[0].text

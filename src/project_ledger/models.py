@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["note", "decision", "definition", "constraint", "todo", "error", "turn", "summary"]
 KINDS: tuple[str, ...] = get_args(Kind)
-RecallMode = Literal["hybrid", "bm25-only"]
+RecallMode = Literal["hybrid", "bm25-only", "by-id"]
 
 
 def _drop_titles(schema: dict[str, Any]) -> None:

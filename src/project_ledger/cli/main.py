@@ -23,7 +23,7 @@ from project_ledger.cli.memories import forget, history, pin, unpin
 from project_ledger.cli.migrate import migrate
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
 from project_ledger.cli.setup import config_command, init
-from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options
+from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options, serve_project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.memory.recall import render_results
 
@@ -68,7 +68,7 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
-@project_options
+@serve_project_options
 @ledger_errors
 def serve(settings: Settings, transport: str, host: str, port: int) -> None:
     """Run the MCP server. Clients start the stdio one themselves; the HTTP one serves a team.

@@ -48,9 +48,18 @@ class LedgerGroup(click.Group):
 
 def project_options(fn: F) -> F:
     """`--root` and `--data-dir` on every command; the command receives the built `settings` instead."""
+    return _project_options(fn, root_must_exist=True)
 
+
+def serve_project_options(fn: F) -> F:
+    """`project_options` for `serve`, whose `--root` may name no directory: the server still starts, so that the
+    client gets the reason in its instructions and every tool result, not a broken pipe."""
+    return _project_options(fn, root_must_exist=False)
+
+
+def _project_options(fn: F, *, root_must_exist: bool) -> F:
     @click.option(
-        "--root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Project root (default: git top-level)."
+        "--root", type=click.Path(exists=root_must_exist, file_okay=False, path_type=Path), help="Project root (default: git top-level)."
     )
     @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
     @functools.wraps(fn)

@@ -60,6 +60,7 @@ from project_ledger.models import (
     Status,
 )
 from project_ledger.project_root import RootChoice, from_working_directory
+from project_ledger.text.wording import plural
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -168,8 +169,11 @@ class LedgerTools:
         )  # fmt: skip
         if result.created:
             text = f"remembered as {result.id}"
-        elif result.similarity is not None:
-            text = f"not stored again: {result.id} already says this ({result.similarity:.0%} of the words in common)"
+        elif result.similarity is not None:  # the note says the same: it is for the CLI
+            text = (
+                f"not stored again: {result.id} already says this ({result.similarity:.0%} of the words in common, the same "
+                "numbers and names); its access data was refreshed"
+            )
         else:
             text = f"already remembered as {result.id} (same text, same session)"
         captured = ", ".join(f"{c.kind} {c.id}" + ("" if c.created else " (already known)") for c in result.captured)
@@ -178,7 +182,7 @@ class LedgerTools:
             f"linked to {', '.join(result.links)}" if result.links else "",
             f"captured {captured}" if captured else "",
             f"redacted before storing: {secrets}" if secrets else "",
-            result.note or "",
+            result.note if result.similarity is None else "",
         ]
         return self._answer(result, "; ".join([text, *filter(None, extras)]))
 
@@ -207,7 +211,8 @@ class LedgerTools:
             include_superseded=include_superseded, token_budget=token_budget, current_session=current_session,
             min_relevance=min_relevance, expand=expand, ids=ids,
         ))  # fmt: skip
-        header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
+        header = f"{plural(len(result.results), 'memory', 'memories')} ({'by id' if result.mode == 'by-id' else result.mode})"
+        header += f"; {result.note}" if result.note else ""
         body = render_results(result.results) if result.results else "No relevant memory."
         return self._answer(result, f"{header}\n\n{body}")
 
@@ -226,7 +231,7 @@ class LedgerTools:
         """A memory's supersession chain, oldest first: how a decision changed over time."""
         result = await self._call(lambda ledger: ledger.history(id))
         text = "\n\n".join(render_memory(m) for m in result.chain)
-        return self._answer(result, f"{len(result.chain)} versions; current: {result.current}\n\n{text}")
+        return self._answer(result, f"{plural(len(result.chain), 'version')}; current: {result.current}\n\n{text}")
 
     async def pin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Pin a memory: it is shown at the start of every session."""
@@ -253,7 +258,7 @@ class LedgerTools:
         and todos, each line citing the memories it came from. Uses your model (sampling) when offered."""
         writer, why_not = self._writer(ctx)
         result = await self._call(lambda ledger: ledger.summarize_session(session, max_tokens, writer=writer, why_not=why_not))
-        header = f"gist {result.id} of session {session} ({result.method}, {result.bullets} lines, {result.tokens} tokens)"
+        header = f"gist {result.id} of session {session} ({result.method}, {plural(result.bullets, 'line')}, {plural(result.tokens, 'token')})"
         extras = [
             "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "",
             f"{result.dropped} lines dropped in validation" if result.dropped else "",
@@ -282,8 +287,8 @@ class LedgerTools:
         result = await self._call(
             lambda ledger: ledger.require_code().find_symbol(name, kind=kind, language=language, path=path, limit=limit)
         )
-        shown = f"{len(result.symbols)} of {result.total}" if result.truncated else str(len(result.symbols))
-        header = f"{shown} definitions ({result.matched_by})" + ("; a higher limit shows more" if result.truncated else "")
+        shown = f"{len(result.symbols)} of {plural(result.total, 'definition')}" if result.truncated else plural(len(result.symbols), "definition")
+        header = f"{shown} ({result.matched_by})" + ("; a higher limit shows more" if result.truncated else "")
         header += f"; {result.note}" if result.note else ""
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
 
@@ -296,7 +301,7 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, SearchCodeResult]:
         """Find code symbols by meaning and by identifier words (hybrid search). Best first."""
         result = await self._call(lambda ledger: ledger.require_code().search_code(query, k, language=language, path=path))
-        header = f"{len(result.results)} symbols ({result.mode})" + (f"; {result.note}" if result.note else "")
+        header = f"{plural(len(result.results), 'symbol')} ({result.mode})" + (f"; {result.note}" if result.note else "")
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
 
     async def find_references(
@@ -307,7 +312,7 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, ReferencesResult]:
         """Where a name is used (calls, type uses, imports), with the line of code."""
         result = await self._call(lambda ledger: ledger.require_code().find_references(name, path, limit))
-        header = f"{len(result.references)} uses" + (" (more not shown)" if result.truncated else "")
+        header = plural(len(result.references), "use") + (" (more not shown)" if result.truncated else "")
         header += f"; {result.note}" if result.note else ""
         lines = [f"{r.path}:{r.line}: {r.context}" for r in result.references]
         return self._answer(result, "\n".join([header, *lines]))
