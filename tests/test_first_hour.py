@@ -218,3 +218,46 @@ async def test_serve_with_a_missing_root_starts_and_says_why(project: Project) -
         assert f"--root {missing} is not an existing directory" in (init.instructions or "")
         result = await session.call_tool("recall", {"query": "anything"})
         assert result.is_error and "is not an existing directory" in result.content[0].text
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "original", "alias"),
+    [
+        ("a.py", "from .markup import render as render_markup\n", "render", "render_markup"),
+        ("b.py", "import numpy as np\n", None, "np"),
+        ("a.js", "import { render as renderMarkup } from './markup';\n", "render", "renderMarkup"),
+        ("b.js", "import * as md from './md';\n", None, "md"),
+        ("a.ts", "import { render as renderMarkup } from './markup';\n", "render", "renderMarkup"),
+        ("a.tsx", "import { render as renderMarkup } from './markup';\n", "render", "renderMarkup"),
+        ("a.rs", "use crate::markup::render as render_markup;\n", "render", "render_markup"),
+        ("a.go", 'package main\n\nimport md "example.com/markup"\n', None, "md"),
+        ("a.php", "<?php\nuse App\\Markup\\Render as RenderMarkup;\n", "Render", "RenderMarkup"),
+        ("a.cs", "using RenderMarkup = App.Markup.Render;\n", None, "RenderMarkup"),
+        ("a.kt", "import app.markup.render as renderMarkup\n", "render", "renderMarkup"),
+        ("a.scala", "import app.markup.{render => renderMarkup}\n", None, "renderMarkup"),
+    ],
+)
+def test_an_aliased_import_is_a_use_of_the_alias_and_of_the_name(path: str, source: str, original: str | None, alias: str) -> None:
+    from project_ledger.code.languages import Grammar, language_for
+    from project_ledger.code.symbols import extract
+
+    spec = language_for(path)
+    assert spec is not None
+    names = {reference.name for reference in extract(Grammar(spec), source.encode()).references}
+    assert alias in names
+    if original is not None:
+        assert original in names
+
+
+async def test_find_references_finds_an_aliased_import(project: Project) -> None:
+    from .conftest import connect
+
+    (project.root / "markup.py").write_text("def render(text: str) -> str:\n    return text\n")
+    (project.root / "console.py").write_text("from .markup import render as render_markup\n\n\ndef show() -> str:\n    return render_markup('x')\n")
+    async with connect(project) as ledger:
+        for _ in range(100):  # the first scan runs in the background
+            found = await ledger.call("find_references", name="render_markup")
+            if len(found["references"]) >= 2:
+                break
+            await anyio.sleep(0.1)
+        assert {(r["path"], r["line"]) for r in found["references"]} == {("console.py", 1), ("console.py", 5)}
