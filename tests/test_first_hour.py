@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 import pty
 import select
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 from mcp import Client
 
 from .conftest import EXECUTABLE, Project, cli, run_cli
+
+if TYPE_CHECKING:
+    from project_ledger.memory.service import LedgerService
 
 pytestmark = pytest.mark.anyio
 
@@ -261,3 +266,31 @@ async def test_find_references_finds_an_aliased_import(project: Project) -> None
                 break
             await anyio.sleep(0.1)
         assert {(r["path"], r["line"]) for r in found["references"]} == {("console.py", 1), ("console.py", 5)}
+
+
+def test_inspector_pages_link_citations_and_list_each_related_memory_once(ledger: LedgerService) -> None:
+    from starlette.testclient import TestClient
+
+    from project_ledger.inspector.app import inspector_app
+
+    turns = [
+        ledger.remember("We decided to use Postgres 16 for the billing service.", kind="turn", session="s1", role="user"),
+        ledger.remember("The invoice export must finish before 6am.", kind="turn", session="s1", role="assistant"),
+    ]
+    gist = ledger.summarize_session("s1", 600, why_not="a test has no client model")
+    with TestClient(inspector_app(ledger, {"testserver"}, set(), None)) as http:
+        turn_page = http.get(f"/memories/{turns[0].id}").text
+        related = turn_page.split("Related memories", 1)[1]
+        assert related.count(f'href="/memories/{gist.id}"') == 1, "one line per related memory, its relations joined"
+
+        gist_text = http.get(f"/memories/{gist.id}").text.split("memory-text", 1)[1].split("</pre>", 1)[0]
+        cited = re.findall(r"\[(m[0-9a-z]{10})\]", gist.text)
+        assert cited and all(f'[<a class="id" href="/memories/{id}">{id}</a>]' in gist_text for id in cited)
+
+        forget_page = http.get(f"/memories/{turns[0].id}/forget").text
+        assert " There is no undo" in forget_page and ".There is no undo" not in forget_page
+        assert forget_page.count(f'href="/memories/{gist.id}"') == 1
+
+        recall_page = http.get("/recall").text
+        assert "Session filter" in recall_page and "only memories filed under this session" in recall_page
+        assert "ranks that session's memories a little higher" in recall_page

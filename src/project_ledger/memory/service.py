@@ -356,7 +356,7 @@ class LedgerService:
             memory=memory,
             history=self.journal.history(memory.id),
             links=links,
-            relations=[Relation(relation=r, id=other, direction=d) for r, other, d in self.journal.relations(memory.id)],
+            relations=related(self.journal.relations(memory.id)),
         )
 
     # -- context packs -----------------------------------------------------------
@@ -513,3 +513,11 @@ class LedgerService:
             gists=self.gists.status(),
             code=self.code.status() if self.code is not None else None,
         )
+
+
+def related(relations: Iterable[tuple[str, str, str]]) -> list[Relation]:
+    """One entry per other memory and direction, its relations joined ("cites and covers" from one gist)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for relation, other, direction in relations:
+        grouped.setdefault((other, direction), []).append(relation)
+    return [Relation(relation=" and ".join(names), id=other, direction=direction) for (other, direction), names in grouped.items()]
