@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import pty
@@ -294,3 +295,18 @@ def test_inspector_pages_link_citations_and_list_each_related_memory_once(ledger
         recall_page = http.get("/recall").text
         assert "Session filter" in recall_page and "only memories filed under this session" in recall_page
         assert "ranks that session's memories a little higher" in recall_page
+
+
+async def test_the_tool_list_a_model_reads_fits_in_2000_tokens(client: Client) -> None:
+    """Name, description and input schema of every tool, as JSON, counted with cl100k (`benchmarks/tool_surface.py`)."""
+    from project_ledger.text.tokens import TokenCounter
+
+    tools = (await client.list_tools()).tools
+    counted = {
+        tool.name: TokenCounter().count(json.dumps({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
+        for tool in tools
+    }
+    assert len(counted) == 13 and sum(counted.values()) <= 2000, counted
+    recall = next(tool for tool in tools if tool.name == "recall")
+    assert "\n" not in (recall.description or "") and "title" not in recall.input_schema
+    assert recall.input_schema["properties"]["query"] == {"type": "string", "description": "Question or keywords; exact identifiers work too."}

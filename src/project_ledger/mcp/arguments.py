@@ -51,7 +51,7 @@ class LedgerServer(MCPServer):
         self.limits = limits
 
     async def list_tools(self) -> list[Tool]:
-        return [with_bounds(tool, self.limits) for tool in await super().list_tools()]
+        return [lean(with_bounds(tool, self.limits)) for tool in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -75,6 +75,47 @@ def with_bounds(tool: Tool, limits: Limits) -> Tool:
             if option.get("type") == "integer":
                 option["maximum"] = maximum
     return tool.model_copy(update={"input_schema": schema})
+
+
+def lean(tool: Tool) -> Tool:
+    """The tool as a model reads it, without what costs tokens and tells nothing (`benchmarks/tool_surface.py`):
+    pydantic's titles ("Token Budget" for `token_budget`), the `anyOf [..., null]` and `default: null` of an
+    optional argument (leaving it out is how not to set it; null is still accepted), empty defaults, and the
+    docstring's indentation in the description. Output schemas keep the shape a host validates results with
+    (types, required fields, enums) and lose their prose and defaults: the README documents each field."""
+    description = " ".join((tool.description or "").split()) or None
+    output = _untitled(tool.output_schema, drop=("title", "description", "default")) if tool.output_schema is not None else None
+    return tool.model_copy(update={"description": description, "input_schema": _lean(tool.input_schema), "output_schema": output})
+
+
+def _lean(schema: dict[str, Any]) -> dict[str, Any]:
+    node = _untitled(schema)
+    for name, prop in list(node.get("properties", {}).items()):
+        options = prop.get("anyOf")
+        if options and prop.get("default", ...) is None and [o for o in options if o.get("type") == "null"]:
+            [kept] = [o for o in options if o.get("type") != "null"] or [{}]
+            prop = {**{k: v for k, v in prop.items() if k not in ("anyOf", "default")}, **kept}
+        if prop.get("default", ...) in ([], None):
+            prop = {k: v for k, v in prop.items() if k != "default"}
+        node["properties"][name] = prop
+    return node
+
+
+def _untitled(schema: Any, drop: tuple[str, ...] = ("title",)) -> Any:
+    """A copy of a JSON schema without the `drop` keywords (a property that has one of their names stays)."""
+    if isinstance(schema, list):
+        return [_untitled(item, drop) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copied = {}
+    for key, value in schema.items():
+        if key in drop:
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            copied[key] = {name: _untitled(sub, drop) for name, sub in value.items()}
+        else:
+            copied[key] = _untitled(value, drop)
+    return copied
 
 
 def describe(error: ValidationError, tool: str, schema: Mapping[str, Any]) -> str:
