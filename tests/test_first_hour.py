@@ -310,3 +310,42 @@ async def test_the_tool_list_a_model_reads_fits_in_2000_tokens(client: Client) -
     recall = next(tool for tool in tools if tool.name == "recall")
     assert "\n" not in (recall.description or "") and "title" not in recall.input_schema
     assert recall.input_schema["properties"]["query"] == {"type": "string", "description": "Question or keywords; exact identifiers work too."}
+
+
+@pytest.mark.parametrize("root_from", ["--root", "working directory"])
+async def test_a_client_on_the_2026_07_28_revision_gets_the_pack_and_every_tool(project: Project, root_from: str) -> None:
+    """Stateless 2026-07-28: instructions come from server/discover, the client offers neither roots nor sampling."""
+    from mcp import StdioServerParameters
+
+    (project.root / "app.py").write_text('def greet(name: str) -> str:\n    """Say hello."""\n    return name\n')
+    (project.root / "project_context.md").write_text("# app\n\nA tiny app that greets people.\n")
+    params = project.params()
+    if root_from == "working directory":
+        params = StdioServerParameters(command=EXECUTABLE, args=["serve"], env=project.server_env(), cwd=str(project.root))
+    async with Client(params, mode="auto", raise_exceptions=True) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert "A tiny app that greets people." in (client.instructions or "")
+
+        async def call(tool: str, **arguments: object) -> dict:
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, (tool, result.content[0].text)
+            return result.structured_content
+
+        turn = await call("remember", text="We decided to greet people by first name.", kind="turn", session="s1", role="user")
+        assert (await call("status"))["root"] == str(project.root)
+        assert (await call("recall", query="how do we greet people?"))["results"]
+        assert "tiny app" in (await call("context", query="greeting"))["text"]
+        assert (await call("history", id=turn["id"]))["current"] == turn["id"]
+        await call("pin", id=turn["id"])
+        await call("unpin", id=turn["id"])
+        gist = await call("summarize_session", session="s1")
+        assert gist["method"] == "extractive" and "sampling" in (gist["note"] or "")
+        for _ in range(100):  # the first code scan runs in the background
+            if (await call("find_symbol", name="greet"))["symbols"]:
+                break
+            await anyio.sleep(0.1)
+        assert (await call("find_symbol", name="greet"))["symbols"][0]["path"] == "app.py"
+        await call("search_code", query="say hello")
+        await call("find_references", name="greet")
+        assert "app.py" in (await call("repo_map"))["text"]
+        assert turn["id"] in (await call("forget", id=turn["id"]))["id"]
