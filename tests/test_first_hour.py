@@ -349,3 +349,30 @@ async def test_a_client_on_the_2026_07_28_revision_gets_the_pack_and_every_tool(
         await call("find_references", name="greet")
         assert "app.py" in (await call("repo_map"))["text"]
         assert turn["id"] in (await call("forget", id=turn["id"]))["id"]
+
+
+async def test_paths_with_spaces_non_ascii_and_length_work_end_to_end(tmp_path: Path) -> None:
+    """init, index, symbols, config and serve (started from the config entry) with its watcher, on such a root."""
+    from mcp import StdioServerParameters
+
+    root = tmp_path / "my projects" / ("Ünïcødé prøject " + "long " * 40).strip() / "app — v2"
+    (root / "src").mkdir(parents=True)
+    project = Project(root)
+    (root / "src" / "dätä fïle.py").write_text('def lade_daten() -> None:\n    """Lädt die Daten."""\n')
+    assert len(str(root)) > 240
+    cli(project, "init")
+    assert cli(project, "symbols", "lade_daten", "--json")["symbols"][0]["path"] == "src/dätä fïle.py"
+
+    entry = json.loads(cli(project, "config", "claude-code"))["mcpServers"]["ledger"]
+    assert entry["args"][-2:] == ["--root", str(root)]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=project.server_env(), cwd=str(tmp_path))
+    async with Client(params, mode="legacy", raise_exceptions=True) as client:
+        status = (await client.call_tool("status", {})).structured_content
+        assert status["root"] == str(root) and status["code"]["watcher"] in ("starting", "running")
+        (root / "src" / "nëu ë.py").write_text("def neue_funktion() -> None:\n    pass\n")
+        for _ in range(150):  # the watcher re-indexes after a quiet moment
+            found = (await client.call_tool("find_symbol", {"name": "neue_funktion"})).structured_content
+            if found["symbols"]:
+                break
+            await anyio.sleep(0.2)
+        assert found["symbols"][0]["path"] == "src/nëu ë.py"
