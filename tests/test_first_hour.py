@@ -376,3 +376,11 @@ async def test_paths_with_spaces_non_ascii_and_length_work_end_to_end(tmp_path: 
                 break
             await anyio.sleep(0.2)
         assert found["symbols"][0]["path"] == "src/nëu ë.py"
+
+
+def test_index_events_carry_the_time_they_happened(ledger: LedgerService) -> None:
+    ledger.sync.open_now()
+    ledger.journal.request_reindex()
+    ledger.sync.catch_up()
+    [event] = [e for e in ledger.status().index.events if "rebuilt on request" in e]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ index rebuilt on request \(project-ledger reindex\)", event), event

@@ -26,6 +26,7 @@ from project_ledger.cli.setup import config_command, init
 from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options, serve_project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.memory.recall import render_results
+from project_ledger.text.wording import plural
 
 EXAMPLES = """
 \b
@@ -292,7 +293,7 @@ def reindex(settings: Settings) -> None:
         services.maintenance.embed_memories(report)  # loads the model only when a memory has no vector
         report("rebuilding the index", 0, None)
         points = services.maintenance.rebuild_index()
-    click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
+    click.echo(f"index rebuilt: {plural(points, 'memory', 'memories')} in {time.perf_counter() - started:.1f}s")
 
 
 @main.command()
