@@ -384,3 +384,19 @@ def test_index_events_carry_the_time_they_happened(ledger: LedgerService) -> Non
     ledger.sync.catch_up()
     [event] = [e for e in ledger.status().index.events if "rebuilt on request" in e]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ index rebuilt on request \(project-ledger reindex\)", event), event
+
+
+def test_inspector_code_page_runs_one_tool_per_form(ledger: LedgerService) -> None:
+    from starlette.testclient import TestClient
+
+    from project_ledger.inspector.app import inspector_app
+
+    (ledger.paths.root / "app.py").write_text("def greet(name: str) -> str:\n    return name\n")
+    ledger.require_code().indexer.scan()
+    with TestClient(inspector_app(ledger, {"testserver"}, set(), None)) as http:
+        page = http.get("/code").text
+        assert page.count("<form") == 3 and 'class="repo-map"' in page
+        found = http.get("/code", params={"symbol": "greet"}).text
+        assert "Definitions of" in found and 'class="repo-map"' not in found, "a symbol search does not redraw the map"
+        searched = http.get("/code", params={"q": "greet"}).text
+        assert "Search:" in searched and 'class="repo-map"' not in searched

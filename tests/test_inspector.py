@@ -216,12 +216,15 @@ async def test_every_view_shows_the_project(site: Site, page: Page) -> None:
 
     await page.goto(site.url + "code")
     await page.fill("input[name=symbol]", "RetryPolicy")
-    await page.fill("input[name=q]", "exponential backoff between attempts")
-    await page.click("text=Go")
+    await page.click("#find-symbol button")
     definitions = await page.locator("table.symbols").first.inner_text()
     assert "RetryPolicy" in definitions and f"{RETRY}:4" in definitions
-    found = await page.locator("table.symbols").nth(1).inner_text()
+    await page.fill("input[name=q]", "exponential backoff between attempts")
+    await page.click("#search-code button")
+    found = await page.locator("table.symbols").first.inner_text()
     assert "RetryPolicy" in found or "fetch_with_retry" in found
+    assert await page.locator("pre.repo-map").count() == 0, "each form runs its own tool"
+    await page.click("#map button")
     repo_map = await page.locator("pre.repo-map").inner_text()
     assert RETRY in repo_map and "src/cache.py" in repo_map
     assert "2 files" in await page.locator("#code-status").inner_text()

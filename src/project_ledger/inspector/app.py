@@ -232,8 +232,9 @@ class Inspector:
                 values["symbols"] = await self.call(lambda: code.find_symbol(name, limit=SYMBOL_LIMIT))
             if (words := text(query, "q")) is not None:
                 values["hits"] = await self.call(lambda: code.search_code(words, CODE_RESULTS))
-            budget = whole(query, "budget", DEFAULT_MAP_TOKENS, "token budget")
-            values["repo_map"] = await self.call(lambda: code.repo_map(budget))
+            if values["symbols"] is None and values["hits"] is None:  # each form runs its own tool: the map has its own
+                budget = whole(query, "budget", DEFAULT_MAP_TOKENS, "token budget")
+                values["repo_map"] = await self.call(lambda: code.repo_map(budget))
         except LedgerError as exc:
             return self.render(request, "code.html", status_of(exc), **{**values, "error": str(exc)})
         return self.render(request, "code.html", **values)
