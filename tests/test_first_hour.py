@@ -177,14 +177,9 @@ async def test_find_symbol_says_when_it_cut_the_list(project: Project) -> None:
 
     (project.root / "handlers.py").write_text("".join(f"def handle_{n}() -> None:\n    pass\n\n\n" for n in range(25)))
     async with connect(project) as ledger:
-        result = await ledger.session.call_tool("find_symbol", {"name": "handle_"})
-        found = result.structured_content
-        for _ in range(100):  # the first scan runs in the background
-            if found["symbols"]:
-                break
-            await anyio.sleep(0.1)
-            result = await ledger.session.call_tool("find_symbol", {"name": "handle_"})
-            found = result.structured_content
+        with anyio.fail_after(120):  # the first scan runs in the background
+            while not (found := (result := await ledger.session.call_tool("find_symbol", {"name": "handle_"})).structured_content)["symbols"]:
+                await anyio.sleep(0.1)
         assert len(found["symbols"]) == 20 and found["truncated"] and found["total"] == 25
         assert result.content[0].text.startswith("20 of 25 definitions (prefix)")
         everything = await ledger.call("find_symbol", name="handle_", limit=30)
@@ -194,6 +189,9 @@ async def test_find_symbol_says_when_it_cut_the_list(project: Project) -> None:
 
 
 async def test_replies_say_each_thing_once_in_plain_words(client: Client) -> None:
+    with anyio.fail_after(120):  # the near-duplicate check needs the search index, which opens in the background
+        while (await client.call_tool("status", {})).structured_content["index"]["state"] != "ready":
+            await anyio.sleep(0.1)
     first = await client.session.call_tool("remember", {"text": "Use Console(record=True) to capture the output in tests", "kind": "decision"})
     memory_id = first.structured_content["id"]
     again = await client.session.call_tool("remember", {"text": "Use Console(record=True) to capture all the output in tests", "kind": "decision"})
@@ -261,11 +259,9 @@ async def test_find_references_finds_an_aliased_import(project: Project) -> None
     (project.root / "markup.py").write_text("def render(text: str) -> str:\n    return text\n")
     (project.root / "console.py").write_text("from .markup import render as render_markup\n\n\ndef show() -> str:\n    return render_markup('x')\n")
     async with connect(project) as ledger:
-        for _ in range(100):  # the first scan runs in the background
-            found = await ledger.call("find_references", name="render_markup")
-            if len(found["references"]) >= 2:
-                break
-            await anyio.sleep(0.1)
+        with anyio.fail_after(120):  # the first scan runs in the background
+            while len((found := await ledger.call("find_references", name="render_markup"))["references"]) < 2:
+                await anyio.sleep(0.1)
         assert {(r["path"], r["line"]) for r in found["references"]} == {("console.py", 1), ("console.py", 5)}
 
 
@@ -340,10 +336,9 @@ async def test_a_client_on_the_2026_07_28_revision_gets_the_pack_and_every_tool(
         await call("unpin", id=turn["id"])
         gist = await call("summarize_session", session="s1")
         assert gist["method"] == "extractive" and "sampling" in (gist["note"] or "")
-        for _ in range(100):  # the first code scan runs in the background
-            if (await call("find_symbol", name="greet"))["symbols"]:
-                break
-            await anyio.sleep(0.1)
+        with anyio.fail_after(120):  # the first code scan runs in the background
+            while not (await call("find_symbol", name="greet"))["symbols"]:
+                await anyio.sleep(0.1)
         assert (await call("find_symbol", name="greet"))["symbols"][0]["path"] == "app.py"
         await call("search_code", query="say hello")
         await call("find_references", name="greet")
@@ -370,11 +365,9 @@ async def test_paths_with_spaces_non_ascii_and_length_work_end_to_end(tmp_path: 
         status = (await client.call_tool("status", {})).structured_content
         assert status["root"] == str(root) and status["code"]["watcher"] in ("starting", "running")
         (root / "src" / "nëu ë.py").write_text("def neue_funktion() -> None:\n    pass\n")
-        for _ in range(150):  # the watcher re-indexes after a quiet moment
-            found = (await client.call_tool("find_symbol", {"name": "neue_funktion"})).structured_content
-            if found["symbols"]:
-                break
-            await anyio.sleep(0.2)
+        with anyio.fail_after(120):  # the watcher re-indexes after a quiet moment (slower on a loaded machine)
+            while not (found := (await client.call_tool("find_symbol", {"name": "neue_funktion"})).structured_content)["symbols"]:
+                await anyio.sleep(0.2)
         assert found["symbols"][0]["path"] == "src/nëu ë.py"
 
 
