@@ -393,3 +393,18 @@ def test_inspector_code_page_runs_one_tool_per_form(ledger: LedgerService) -> No
         assert "Definitions of" in found and 'class="repo-map"' not in found, "a symbol search does not redraw the map"
         searched = http.get("/code", params={"q": "greet"}).text
         assert "Search:" in searched and 'class="repo-map"' not in searched
+
+
+def test_an_index_built_before_the_alias_queries_is_parsed_again_once(project: Project) -> None:
+    """The tags queries changed (aliases are uses now): a code index from before is re-parsed at its next scan."""
+    import sqlite3
+
+    (project.root / "console.py").write_text("from .markup import render as render_markup\n")
+    cli(project, "index")
+    with sqlite3.connect(project.data_dir / "journal.sqlite3") as db:  # as the previous queries left it
+        db.execute("DELETE FROM code_refs WHERE name = 'render_markup'")
+        db.execute("PRAGMA user_version = 4")
+    assert cli(project, "index", "--json")["parsed"] == 1
+    assert cli(project, "index", "--json")["parsed"] == 0, "once"
+    with sqlite3.connect(project.data_dir / "journal.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM code_refs WHERE name = 'render_markup'").fetchone()[0] == 1

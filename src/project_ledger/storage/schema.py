@@ -146,9 +146,17 @@ def _m004_create_memory_sources(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memories_session ON memories(session, kind) WHERE deleted_at IS NULL")
 
 
+def _m005_reparse_for_import_aliases(db: sqlite3.Connection) -> None:
+    """The tags queries now count an import's alias as a use (`from .markup import render as render_markup`):
+    forget each file's modification time and content hash, so the next scan parses every file again, once,
+    instead of keeping the references the old queries found."""
+    db.execute("UPDATE code_files SET hash = '', mtime_ns = -1")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
     _m003_create_memory_links,
     _m004_create_memory_sources,
+    _m005_reparse_for_import_aliases,
 )
