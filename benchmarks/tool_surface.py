@@ -43,7 +43,12 @@ def model_facing(tool: Tool) -> str:
 
 def table(tools: list[Tool], tokens: TokenCounter) -> str:
     rows = [
-        (tool.name, tokens.count(model_facing(tool)), len(tool.input_schema.get("properties", {})), tokens.count(json.dumps(tool.output_schema or {})))
+        (
+            tool.name,
+            tokens.count(model_facing(tool)),
+            len(tool.input_schema.get("properties", {})),
+            tokens.count(json.dumps(tool.output_schema or {})),
+        )
         for tool in tools
     ]
     lines = [
@@ -54,7 +59,8 @@ def table(tools: list[Tool], tokens: TokenCounter) -> str:
         f"**{sum(r[3] for r in rows):,}** |",
     ]
     when = datetime.now(UTC).strftime("%Y-%m-%d")
-    lines += ["", f"Counted {when} with `python benchmarks/tool_surface.py` (tiktoken cl100k_base; Python {platform.python_version()})."]
+    python = platform.python_version()
+    lines += ["", f"Counted {when} with `python benchmarks/tool_surface.py` (tiktoken cl100k_base; Python {python})."]
     return "\n".join(lines)
 
 

@@ -207,7 +207,9 @@ def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) 
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100 to LEDGER_MAX_RESULT_TOKENS (25000 unless set).")
+@click.option(
+    "--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100 to LEDGER_MAX_RESULT_TOKENS (25000 unless set)."
+)
 @click.option("--session", help="Close the pack with this session's latest turns.")
 @click.option("--json", "as_json", is_flag=True, help="Print the pack and its breakdown as JSON.")
 @project_options
@@ -252,7 +254,8 @@ def status(settings: Settings, as_json: bool) -> None:
     cut = " (cut to fit the instructions cap)" if result.session_start_cut else ""
     click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
     if result.project_context_placeholders:
-        click.echo(f"           still has {result.project_context_placeholders} template placeholders (left out of the pack): edit it")
+        placeholders = result.project_context_placeholders
+        click.echo(f"           still has {placeholders} template placeholders (left out of the pack): edit it")
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
     click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
     for stale in result.stale:

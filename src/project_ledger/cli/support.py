@@ -59,7 +59,9 @@ def serve_project_options(fn: F) -> F:
 
 def _project_options(fn: F, *, root_must_exist: bool) -> F:
     @click.option(
-        "--root", type=click.Path(exists=root_must_exist, file_okay=False, path_type=Path), help="Project root (default: git top-level)."
+        "--root",
+        type=click.Path(exists=root_must_exist, file_okay=False, path_type=Path),
+        help="Project root (default: git top-level).",
     )
     @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
     @functools.wraps(fn)

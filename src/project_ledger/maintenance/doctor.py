@@ -51,9 +51,8 @@ def _context(path: Path) -> Finding:
     if text is None:
         return Finding("context", "warning", f"{path} is missing: `project-ledger init` drafts one for you to finish")
     if placeholders := placeholder_count(text):
-        return Finding(
-            "context", "warning", f"{path} still has {placeholders} of the template's placeholders, left out of every session: edit it"
-        )
+        detail = f"{path} still has {placeholders} of the template's placeholders, left out of every session: edit it"
+        return Finding("context", "warning", detail)
     return Finding("context", "ok", f"{path} is filled in")
 
 
@@ -164,7 +163,8 @@ def _symbol_vectors(maintenance: MaintenanceService, fix: bool, detail: str, sta
         return Finding("code index", state, detail)
     detail += f"; {missing} symbols have no vector yet (a running server computes them in the background)"
     if not fix or maintenance.model_status().state != "ready":
-        return Finding("code index", "warning", detail + ("; --fix, or `project-ledger index --embed`, computes them now" if not fix else ""))
+        hint = "; --fix, or `project-ledger index --embed`, computes them now" if not fix else ""
+        return Finding("code index", "warning", detail + hint)
     maintenance.embed_symbols()
     return Finding("code index", "fixed", detail + "; computed them")
 

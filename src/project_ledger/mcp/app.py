@@ -258,7 +258,8 @@ class LedgerTools:
         and todos, each line citing the memories it came from. Uses your model (sampling) when offered."""
         writer, why_not = self._writer(ctx)
         result = await self._call(lambda ledger: ledger.summarize_session(session, max_tokens, writer=writer, why_not=why_not))
-        header = f"gist {result.id} of session {session} ({result.method}, {plural(result.bullets, 'line')}, {plural(result.tokens, 'token')})"
+        size = f"{plural(result.bullets, 'line')}, {plural(result.tokens, 'token')}"
+        header = f"gist {result.id} of session {session} ({result.method}, {size})"
         extras = [
             "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "",
             f"{result.dropped} lines dropped in validation" if result.dropped else "",
@@ -287,7 +288,9 @@ class LedgerTools:
         result = await self._call(
             lambda ledger: ledger.require_code().find_symbol(name, kind=kind, language=language, path=path, limit=limit)
         )
-        shown = f"{len(result.symbols)} of {plural(result.total, 'definition')}" if result.truncated else plural(len(result.symbols), "definition")
+        shown = plural(len(result.symbols), "definition")
+        if result.truncated:
+            shown = f"{len(result.symbols)} of {plural(result.total, 'definition')}"
         header = f"{shown} ({result.matched_by})" + ("; a higher limit shows more" if result.truncated else "")
         header += f"; {result.note}" if result.note else ""
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))

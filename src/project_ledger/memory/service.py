@@ -520,4 +520,4 @@ def related(relations: Iterable[tuple[str, str, str]]) -> list[Relation]:
     grouped: dict[tuple[str, str], list[str]] = {}
     for relation, other, direction in relations:
         grouped.setdefault((other, direction), []).append(relation)
-    return [Relation(relation=" and ".join(names), id=other, direction=direction) for (other, direction), names in grouped.items()]
+    return [Relation(relation=" and ".join(names), id=other, direction=d) for (other, d), names in grouped.items()]
