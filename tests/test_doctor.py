@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import anyio
 import pytest
 
 from .conftest import Project, cli, connect, run_cli
@@ -26,6 +27,9 @@ async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without
     async with connect(project) as ledger:
         ids = [await ledger.remember(f"Service number {n} listens on port {8000 + n}.") for n in range(12)]
         await ledger.settled()
+        with anyio.fail_after(120):  # and the symbols' vectors: doctor reports symbols without one
+            while (code := (await ledger.call("status"))["code"])["files"] != 1 or code["pending_vectors"]:
+                await anyio.sleep(0.2)
     healthy = doctor(project)
     assert set(states(healthy).values()) == {"ok"}, healthy
     assert healthy["journal"]["detail"].startswith("integrity check passed; 12 memories")
