@@ -306,6 +306,10 @@ async def test_the_tool_list_a_model_reads_fits_in_2000_tokens(client: Client) -
     recall = next(tool for tool in tools if tool.name == "recall")
     assert "\n" not in (recall.description or "") and "title" not in recall.input_schema
     assert recall.input_schema["properties"]["query"] == {"type": "string", "description": "Question or keywords; exact identifiers work too."}
+    outputs = {tool.name: TokenCounter().count(json.dumps(tool.output_schema)) for tool in tools}
+    assert sum(outputs.values()) <= 2700 and outputs["status"] <= 320, outputs
+    status = await client.call_tool("status", {})  # the client checks the result against the (shallower) schema
+    assert not status.is_error and status.structured_content["index"]["state"] in ("opening", "ready")
 
 
 @pytest.mark.parametrize("root_from", ["--root", "working directory"])

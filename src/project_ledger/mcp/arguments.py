@@ -41,6 +41,9 @@ _TYPES = {
     "dict": "an object",
 }
 MAX_SHOWN = 60  # characters of a rejected value repeated in the error
+# Tools whose result is a report read as a whole (and rendered as text): their output schema describes the top
+# level only, the nested records as plain objects. `status` alone cost 1,020 tokens with every record spelled out.
+REPORTS = frozenset({"status"})
 
 
 class LedgerServer(MCPServer):
@@ -84,8 +87,25 @@ def lean(tool: Tool) -> Tool:
     docstring's indentation in the description. Output schemas keep the shape a host validates results with
     (types, required fields, enums) and lose their prose and defaults: the README documents each field."""
     description = " ".join((tool.description or "").split()) or None
-    output = _untitled(tool.output_schema, drop=("title", "description", "default")) if tool.output_schema is not None else None
+    output = tool.output_schema
+    if output is not None:
+        output = _untitled(_shallow(output) if tool.name in REPORTS else output, drop=("title", "description", "default"))
     return tool.model_copy(update={"description": description, "input_schema": _lean(tool.input_schema), "output_schema": output})
+
+
+def _shallow(schema: dict[str, Any]) -> dict[str, Any]:
+    """The top level of an output schema, each nested record only as an object (or a list or null of them)."""
+
+    def top(prop: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in prop:
+            return {"type": "object"}
+        if "$ref" in prop.get("items", {}):
+            return {**prop, "items": {"type": "object"}}
+        if "anyOf" in prop:
+            return {**prop, "anyOf": [top(option) for option in prop["anyOf"]]}
+        return prop
+
+    return {**{k: v for k, v in schema.items() if k != "$defs"}, "properties": {k: top(v) for k, v in schema["properties"].items()}}
 
 
 def _lean(schema: dict[str, Any]) -> dict[str, Any]:
