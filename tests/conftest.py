@@ -74,7 +74,9 @@ class Project:
         return self.root / ".ledger"
 
     def server_env(self) -> dict[str, str]:
-        return {"HOME": os.environ.get("HOME", str(self.root)), **self.env}
+        """HOME, and PYTHONPATH when set (so that a checkout's code is what a server process runs), plus `env`."""
+        inherited = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+        return {"HOME": os.environ.get("HOME", str(self.root)), **inherited, **self.env}
 
     def params(self) -> StdioServerParameters:
         return StdioServerParameters(

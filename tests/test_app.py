@@ -62,7 +62,7 @@ async def test_a_mistake_the_model_can_fix_is_a_tool_error_it_reads(client: Clie
     assert unknown.is_error and "no memory with id 'm-nope'" in unknown.content[0].text
     assert unknown.structured_content is None
     invalid = await client.call_tool("recall", {"query": "anything", "k": 0})
-    assert invalid.is_error and "greater than or equal to 1" in invalid.content[0].text
+    assert invalid.is_error and "k=0 is out of range: give 1 to 100 (LEDGER_MAX_K)" in invalid.content[0].text
 
 
 async def test_what_the_client_writes_is_what_the_service_holds(client: Client, ledger: LedgerService) -> None:

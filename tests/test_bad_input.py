@@ -21,9 +21,9 @@ async def test_bad_arguments_get_errors_that_say_what_to_do(project: Project) ->
         assert "tags" in await ledger.error("remember", text="x", tags="not-a-list")
         too_long = await ledger.error("remember", text="x" * (64 * 1024 + 1))
         assert "65537 bytes" in too_long and "split it" in too_long
-        assert "greater than or equal to 1" in await ledger.error("recall", query="anything", k=0)
-        assert "less than or equal to 100" in await ledger.error("recall", query="anything", k=101)
-        assert "valid integer" in await ledger.error("recall", query="anything", k="eight")
+        assert "k=0 is out of range: give 1 to 100 (LEDGER_MAX_K)" in await ledger.error("recall", query="anything", k=0)
+        assert "k=101 is out of range" in await ledger.error("recall", query="anything", k=101)
+        assert "k='eight' is not a whole number" in await ledger.error("recall", query="anything", k="eight")
         assert "not a date" in await ledger.error("recall", query="anything", since="last tuesday")
         assert "smaller age" in await ledger.error("recall", query="anything", since="99999999w")
         for tool in ("pin", "unpin", "forget"):

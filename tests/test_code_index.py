@@ -128,7 +128,7 @@ async def test_find_symbol_tries_exact_then_qualified_then_case_insensitive_then
         classes = await ledger.call("find_symbol", name="Point", kind="class")
         assert {s["language"] for s in classes["symbols"]} >= {"python"}
         none = await ledger.call("find_symbol", name="no_such_symbol_anywhere")
-        assert none == {"symbols": [], "matched_by": "none", "note": None}
+        assert none == {"symbols": [], "matched_by": "none", "total": 0, "truncated": False, "note": None}
 
 
 async def test_search_code_finds_symbols_by_meaning_and_by_identifier_words(project: Project) -> None:
@@ -388,11 +388,11 @@ async def test_code_tools_reject_bad_arguments_and_keep_serving(project: Project
         assert "unknown language 'cobol'" in await ledger.error("find_symbol", name="x", language="cobol")
         assert "contains '..'" in await ledger.error("find_symbol", name="x", path="../../etc")
         assert "outside the project root" in await ledger.error("find_references", name="x", path="/etc")
-        assert "less than or equal to 100" in await ledger.error("search_code", query="x", k=101)
-        assert "greater than or equal to 1" in await ledger.error("repo_map", token_budget=0)
+        assert "k=101 is out of range: give 1 to 100" in await ledger.error("search_code", query="x", k=101)
+        assert "token_budget=0 is out of range: give 1 to 25000" in await ledger.error("repo_map", token_budget=0)
         assert "limit is 50" in await ledger.error("repo_map", focus=[f"f{i}" for i in range(51)])
-        assert "valid string" in await ledger.error("find_symbol", name=["not", "a", "string"])
-        assert "name" in await ledger.error("find_references")
+        assert "name=['not', 'a', 'string'] is not text" in await ledger.error("find_symbol", name=["not", "a", "string"])
+        assert "name is missing" in await ledger.error("find_references")
         assert (await ledger.call("find_symbol", name="make_point"))["symbols"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import anyio
 import pytest
 
 from .conftest import Project, cli, connect, run_cli
@@ -22,9 +23,13 @@ def states(findings: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without_touching_it(project: Project) -> None:
     (project.root / "app.py").write_text("def handle(event: dict) -> None:\n    pass\n")
+    (project.root / "project_context.md").write_text("# app\n\nHandles events from the queue.\n")  # missing, it is a warning
     async with connect(project) as ledger:
         ids = [await ledger.remember(f"Service number {n} listens on port {8000 + n}.") for n in range(12)]
         await ledger.settled()
+        with anyio.fail_after(120):  # and the symbols' vectors: doctor reports symbols without one
+            while (code := (await ledger.call("status"))["code"])["files"] != 1 or code["pending_vectors"]:
+                await anyio.sleep(0.2)
     healthy = doctor(project)
     assert healthy.pop("hooks")["state"] == "skipped"  # Claude Code hooks are not installed here (see test_hooks.py)
     assert set(states(healthy).values()) == {"ok"}, healthy
@@ -49,6 +54,7 @@ async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without
         "code index": "warning",
         "watcher": "ok",
         "hooks": "skipped",
+        "context": "ok",
     }, found
     assert "3 memories have no vector" in found["vectors"]["detail"]
     assert "new or changed: 1" in found["code index"]["detail"]

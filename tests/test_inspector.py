@@ -217,12 +217,15 @@ async def test_every_view_shows_the_project(site: Site, page: Page) -> None:
 
     await page.goto(site.url + "code")
     await page.fill("input[name=symbol]", "RetryPolicy")
-    await page.fill("input[name=q]", "exponential backoff between attempts")
-    await page.click("text=Go")
+    await page.click("#find-symbol button")
     definitions = await page.locator("table.symbols").first.inner_text()
     assert "RetryPolicy" in definitions and f"{RETRY}:4" in definitions
-    found = await page.locator("table.symbols").nth(1).inner_text()
+    await page.fill("input[name=q]", "exponential backoff between attempts")
+    await page.click("#search-code button")
+    found = await page.locator("table.symbols").first.inner_text()
     assert "RetryPolicy" in found or "fetch_with_retry" in found
+    assert await page.locator("pre.repo-map").count() == 0, "each form runs its own tool"
+    await page.click("#map button")
     repo_map = await page.locator("pre.repo-map").inner_text()
     assert RETRY in repo_map and "src/cache.py" in repo_map
     assert "2 files" in await page.locator("#code-status").inner_text()
@@ -334,7 +337,7 @@ async def test_bad_input_is_a_readable_error_page(site: Site, page: Page) -> Non
         ("recall?q=retries&min_relevance=2", 400, "min_relevance=2.0 is out of range"),
         ("context?q=retries&budget=abc", 400, "token budget must be a whole number, not 'abc'"),
         ("context?budget=5", 400, "token_budget=5 is out of range"),
-        ("code?budget=-1", 400, "token_budget must be between 1 and"),
+        ("code?budget=-1", 400, "token_budget=-1 is out of range: give 1 to 25000 (LEDGER_MAX_RESULT_TOKENS)"),
         ("nowhere", 404, "No such page."),
     ]:
         response = await page.goto(site.url + path)

@@ -116,3 +116,35 @@ async def test_code_symbols_are_redacted_and_redaction_can_be_turned_off(tmp_pat
     assert cli(imported, "import", str(tmp_path / "verbatim.jsonl"), "--json")["redacted"] == 1
     assert item["secret"].encode() not in ledger_bytes(imported)
     assert item["redacted"] in [json.loads(line)["text"] for line in cli(imported, "export").splitlines()[1:]]
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "My AWS key is AKIAQ3EGTLBNXK7RZ2MD and the secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "My AWS key is [REDACTED:aws_access_key] and the secret is [REDACTED:secret_assignment]",
+        ),
+        ("my password is hunter2X9abc.", "my password is [REDACTED:secret_assignment]."),
+        ("The staging password was: Tr0ub4dor&3x, rotate it", "The staging password was: [REDACTED:secret_assignment], rotate it"),
+        ("the deploy token is 7Gq2kVx9Lm4RtY8pWz3NbC6d", "the deploy token is [REDACTED:secret_assignment]"),
+    ],
+    ids=["secret-is", "password-is", "password-was", "token-is"],
+)
+def test_a_secret_named_in_prose_is_redacted(text: str, redacted: str) -> None:
+    assert redact(text).text == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the secret is that nobody reads the logs",
+        "The password is hashed with argon2 before it is stored.",
+        "the token is None until login() sets it",
+        "the api key is read from OPENAI_API_KEY",
+        "the password was password1 in the example",
+        "the secret is in the vault; the token is refreshed hourly",
+    ],
+)
+def test_prose_about_secrets_without_one_is_left_alone(text: str) -> None:
+    assert redact(text).text is text

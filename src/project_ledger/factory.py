@@ -256,7 +256,10 @@ def open_code_service(
         redact=settings.redact_secrets,
     )
     search = CodeSearch(store, lambda: indexes.open("code"), embedder)
-    return CodeService(root=paths.root, store=store, indexer=indexer, search=search, tokens=tokens, watch=settings.watch)
+    return CodeService(
+        root=paths.root, store=store, indexer=indexer, search=search, tokens=tokens, watch=settings.watch,
+        max_result_tokens=settings.max_result_tokens,
+    )  # fmt: skip
 
 
 def drop_server_collections(settings: Settings, cwd: Path) -> dict[str, bool]:

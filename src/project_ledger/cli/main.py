@@ -26,9 +26,10 @@ from project_ledger.cli.migrate import migrate
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
 from project_ledger.cli.setup import config_command, init
 from project_ledger.cli.transcripts import import_transcripts
-from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options
+from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options, serve_project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.memory.recall import render_results
+from project_ledger.text.wording import plural
 
 EXAMPLES = """
 \b
@@ -46,6 +47,12 @@ Examples:
   project-ledger export backup.jsonl        # every memory, tombstones included; `import` reads it back
   project-ledger doctor --fix               # check the journal, index, model and watcher; repair what is safe
 """
+
+
+TTY_NOTICE = (
+    "project-ledger serve is an MCP server: it reads JSON-RPC on stdin, and an MCP client starts it. "
+    "To add it to a client: project-ledger config claude-code --write (or cursor, vscode, claude-desktop). Ctrl-C stops it."
+)
 
 
 @click.group(cls=LedgerGroup, epilog=EXAMPLES)
@@ -67,7 +74,7 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
 @click.option("--no-auth", is_flag=True, help=NO_AUTH_HELP)
-@project_options
+@serve_project_options
 @ledger_errors
 def serve(settings: Settings, transport: str, host: str, port: int, no_auth: bool) -> None:
     """Run the MCP server. Clients start the stdio one themselves; the HTTP one serves a team.
@@ -84,6 +91,9 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
 
     if transport == "stdio":
         from project_ledger.mcp.stdio import serve_stdio
+
+        if sys.stdin.isatty():  # started by hand: without this line it looks hung, and typing gets JSON-RPC errors
+            click.echo(TTY_NOTICE, err=True)
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd()))
         return
@@ -125,8 +135,9 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    with opened(settings, index=False) as ledger:
-        result = ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
+    with opened_services(settings) as services:
+        services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
+        result = services.ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -134,6 +145,8 @@ def remember(
         if result.redacted:
             secrets = ", ".join(f"{n} {kind}" for kind, n in result.redacted_types.items())
             click.echo(f"redacted before storing: {secrets}", err=True)
+        if result.note:
+            click.echo(result.note, err=True)
 
 
 @main.command()
@@ -204,7 +217,9 @@ def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) 
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100-200000.")
+@click.option(
+    "--budget", default=4000, show_default=True, help="Token budget (tiktoken cl100k), 100 to LEDGER_MAX_RESULT_TOKENS (25000 unless set)."
+)
 @click.option("--session", help="Close the pack with this session's latest turns.")
 @click.option("--json", "as_json", is_flag=True, help="Print the pack and its breakdown as JSON.")
 @project_options
@@ -248,6 +263,9 @@ def status(settings: Settings, as_json: bool) -> None:
     click.echo(f"data dir:  {result.data_dir}")
     cut = " (cut to fit the instructions cap)" if result.session_start_cut else ""
     click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
+    if result.project_context_placeholders:
+        placeholders = result.project_context_placeholders
+        click.echo(f"           still has {placeholders} template placeholders (left out of the pack): edit it")
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
     click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
     for stale in result.stale:
@@ -259,11 +277,17 @@ def status(settings: Settings, as_json: bool) -> None:
     for event in index.events:
         click.echo(f"           {event}")
     detail = f" ({result.embedding.detail})" if result.embedding.detail else ""
-    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state}{detail}")
+    if result.embedding.state == "not-loaded":  # each process loads its own; a server's is in its status tool
+        detail = " by this command (each process loads its own model; a running server's status tool shows its own)"
+    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state.replace('-', ' ')}{detail}")
     if (code := result.code) is not None:
         languages = ", ".join(f"{name} {n}" for name, n in sorted(code.languages.items(), key=lambda kv: -kv[1])) or "none"
         click.echo(f"code:      {code.files} files ({languages}), {code.symbols} symbols, {code.references} references")
-        click.echo(f"           {code.pending_vectors} symbols without vectors; run `project-ledger index` to update")
+        if code.pending_vectors:
+            click.echo(
+                f"           {code.pending_vectors} symbols without vectors (search_code ranks them on exact words): a running "
+                "server computes them in the background, or run `project-ledger index --embed`"
+            )
 
 
 @main.command()
@@ -283,7 +307,7 @@ def reindex(settings: Settings) -> None:
         report("rebuilding the index", 0, None)
         points = services.maintenance.rebuild_index()
     audit_local(settings, "reindex", [])
-    click.echo(f"index rebuilt: {points} memories in {time.perf_counter() - started:.1f}s")
+    click.echo(f"index rebuilt: {plural(points, 'memory', 'memories')} in {time.perf_counter() - started:.1f}s")
 
 
 @main.command()
@@ -443,7 +467,8 @@ def symbols(settings: Settings, name: str, kind: str | None, language: str | Non
     if not result.symbols:
         click.echo(f"No definition of {name!r} found.", err=True)
         raise SystemExit(1)
-    click.echo(f"({len(result.symbols)} by {result.matched_by})", err=True)
+    shown = f"{len(result.symbols)} of {result.total}" if result.truncated else str(len(result.symbols))
+    click.echo(f"({shown} by {result.matched_by}{'; --limit shows more' if result.truncated else ''})", err=True)
     click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))
 
 

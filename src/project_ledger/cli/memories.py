@@ -8,6 +8,7 @@ from project_ledger.cli.access import audit_local
 from project_ledger.cli.support import ledger_errors, opened, project_options
 from project_ledger.config import Settings
 from project_ledger.memory.context_sections import render_memory
+from project_ledger.text.wording import plural
 
 
 @click.command()
@@ -28,7 +29,7 @@ def history(settings: Settings, memory_id: str, as_json: bool) -> None:
         click.echo(result.model_dump_json(indent=2))
         return
     click.echo("\n\n".join(render_memory(memory) for memory in result.chain))
-    click.echo(f"({len(result.chain)} versions; current: {result.current})", err=True)
+    click.echo(f"({plural(len(result.chain), 'version')}; current: {result.current})", err=True)
 
 
 def pin_command(name: str, pinned: bool, summary: str) -> click.Command:
@@ -66,9 +67,18 @@ def forget(settings: Settings, memory_id: str, yes: bool) -> None:
       project-ledger forget m3k0c9x2ab1
       project-ledger forget m3k0c9x2ab1 --yes
     """
-    if not yes:
-        click.confirm(f"Erase memory {memory_id} for good? This cannot be undone", abort=True, err=True)
     with opened(settings) as ledger:
+        preview = ledger.forget_preview(memory_id)
+        if preview.memory.deleted_at is not None:
+            click.echo(f"{memory_id} was already forgotten")
+            return
+        if not yes:
+            click.echo(render_memory(preview.memory), err=True)
+            if preview.also:
+                count = plural(len(preview.also), "memory", "memories")
+                click.echo(f"\nErased with it, {count} derived from it:", err=True)
+                click.echo("\n".join(render_memory(memory) for memory in preview.also), err=True)
+            click.confirm(f"\nErase {memory_id} for good? This cannot be undone", abort=True, err=True)
         result = ledger.forget(memory_id)
     audit_local(settings, "forget", [memory_id, *result.also_forgotten])
     also = f"; also erased: {', '.join(result.also_forgotten)}" if result.also_forgotten else ""

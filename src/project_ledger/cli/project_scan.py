@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from project_ledger.code.source_files import SKIPPED_DIRS
+from project_ledger.memory.project_context import DRAFT_PROMPTS
 
 # A lock or manifest file at the root, and the package manager it means; the first match per ecosystem wins.
 PACKAGE_MANAGERS: tuple[tuple[str, str, str], ...] = (
@@ -120,7 +121,7 @@ Write what an agent cannot work out quickly from the code; delete what does not 
 -->
 
 ## What this project is
-One or two sentences: what it does, for whom, and what matters most.
+{DRAFT_PROMPTS["What this project is"]}
 
 ## Stack
 - Languages: {languages}
@@ -135,11 +136,11 @@ One or two sentences: what it does, for whom, and what matters most.
 {layout}
 
 ## Conventions
-- Rules a linter does not enforce: naming, error handling, what tests must cover.
+{DRAFT_PROMPTS["Conventions"]}
 
 ## Decisions that hold
-- Dated, with the reason. Record new ones with the `remember` tool (kind `decision`); move lasting ones here.
+{DRAFT_PROMPTS["Decisions that hold"]}
 
 ## Constraints
-- Supported versions, budgets, and what must not change without asking.
+{DRAFT_PROMPTS["Constraints"]}
 """

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,16 +19,25 @@ from project_ledger.maintenance.service import Services
 from project_ledger.memory.service import LedgerService
 
 F = TypeVar("F", bound=Callable[..., Any])
+CLOSED_PIPE_STATUS = 141  # 128 + SIGPIPE (13 on Linux and macOS; Windows has no signal to name it)
 
 
 class LedgerGroup(click.Group):
-    """Any unexpected failure is one line naming it, with the way to see more; `--debug` shows the traceback."""
+    """Any unexpected failure is one line naming it, with the way to see more; `--debug` shows the traceback.
+
+    A reader that went away (`project-ledger status | head -1`) ends the command quietly, with the status a Unix
+    tool killed by SIGPIPE has.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)  # the exit's own flush of stdout must not fail again
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(CLOSED_PIPE_STATUS) from None
         except Exception as exc:
             if (ctx.obj or {}).get("debug"):
                 raise
@@ -37,9 +48,20 @@ class LedgerGroup(click.Group):
 
 def project_options(fn: F) -> F:
     """`--root` and `--data-dir` on every command; the command receives the built `settings` instead."""
+    return _project_options(fn, root_must_exist=True)
 
+
+def serve_project_options(fn: F) -> F:
+    """`project_options` for `serve`, whose `--root` may name no directory: the server still starts, so that the
+    client gets the reason in its instructions and every tool result, not a broken pipe."""
+    return _project_options(fn, root_must_exist=False)
+
+
+def _project_options(fn: F, *, root_must_exist: bool) -> F:
     @click.option(
-        "--root", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Project root (default: git top-level)."
+        "--root",
+        type=click.Path(exists=root_must_exist, file_okay=False, path_type=Path),
+        help="Project root (default: git top-level).",
     )
     @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
     @functools.wraps(fn)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.languages import BY_NAME
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 300
 MAX_FOCUS = 50
-MAX_MAP_TOKENS = 32_000
 CONTEXT_CHARS = 200
 EXACT_NAME = "name = ? COLLATE NOCASE AND name = ?"  # the first half lets SQLite use the name index
 
@@ -69,8 +69,10 @@ class CodeService:
         search: CodeSearch,
         tokens: TokenCounter,
         watch: bool,
+        max_result_tokens: int = 25_000,
     ) -> None:
         self.root = root
+        self.max_result_tokens = max_result_tokens  # the largest repo map (LEDGER_MAX_RESULT_TOKENS)
         self.store = store
         self.indexer = indexer
         self.search = search
@@ -196,8 +198,12 @@ class CodeService:
             where = " AND ".join([f"({condition})", *filters])
             found = self.store.symbols(where, [*values, *params], limit)
             if found:
-                return FindSymbolResult(symbols=[_symbol(s) for s in found], matched_by=rule, note=self.indexer.progress.note())
-        return FindSymbolResult(symbols=[], matched_by="none", note=self.indexer.progress.note())
+                total = len(found) if len(found) < limit else self.store.count_symbols(where, [*values, *params])
+                return FindSymbolResult(
+                    symbols=[_symbol(s) for s in found], matched_by=rule, total=total, truncated=total > len(found),
+                    note=self.indexer.progress.note(),
+                )  # fmt: skip
+        return FindSymbolResult(symbols=[], matched_by="none", total=0, truncated=False, note=self.indexer.progress.note())
 
     def search_code(self, query: str, k: int = 10, *, language: str | None = None, path: str | None = None) -> SearchCodeResult:
         query = self._name(query, "query")
@@ -243,7 +249,10 @@ class CodeService:
         return text[:CONTEXT_CHARS]
 
     def repo_map(self, token_budget: int = 1024, focus: list[str] | None = None) -> RepoMapResult:
-        token_budget = self._limit(token_budget, "token_budget", MAX_MAP_TOKENS)
+        if not 1 <= token_budget <= self.max_result_tokens:
+            raise InvalidArgument(
+                f"token_budget={token_budget} is out of range: give 1 to {self.max_result_tokens} (LEDGER_MAX_RESULT_TOKENS)"
+            )
         focus = focus or []
         if len(focus) > MAX_FOCUS:
             raise InvalidArgument(f"focus has {len(focus)} entries; the limit is {MAX_FOCUS}")
@@ -279,6 +288,12 @@ class CodeService:
         self._map_cache = (key, answer)
         return answer
 
+    def _watcher_state(self) -> Literal["starting", "running", "off", "failed"]:
+        """This process's watcher: off in one that never starts it (the CLI), starting until its first try is over."""
+        if self.watcher is None or self._scan_thread is None:
+            return "off"
+        return self.watcher.state if self.watcher.attempted else "starting"
+
     def status(self) -> CodeStatus:
         counts = self.store.counts()
         progress = self.indexer.progress
@@ -293,7 +308,7 @@ class CodeService:
                 files=last.files, parsed=last.parsed, unchanged=last.unchanged, removed=last.removed,
                 seconds=round(last.seconds, 3), skipped=last.skipped.counts,
             ) if last else None,  # fmt: skip
-            watcher="off" if self.watcher is None else self.watcher.state,
+            watcher=self._watcher_state(),
             pending_vectors=self.search.pending_vectors(),
             search_lag=self.search.lag(),
             error=progress.last_error or self.search.error,

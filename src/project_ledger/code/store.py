@@ -312,6 +312,9 @@ class CodeStore:
         rows = self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols WHERE {where} ORDER BY path, start_line LIMIT ?", (*params, limit))
         return [_symbol(row) for row in rows]
 
+    def count_symbols(self, where: str, params: Sequence[object]) -> int:
+        return self._read(f"SELECT COUNT(*) FROM code_symbols WHERE {where}", params)[0][0]
+
     def symbols_by_ids(self, ids: Sequence[int]) -> dict[int, StoredSymbol]:
         if not ids:
             return {}

@@ -61,6 +61,11 @@ class CodeWatcher:
         state = self._worker.status().state
         return "running" if state == "paused" else state  # it still watches; only re-indexing waits for the disk
 
+    @property
+    def attempted(self) -> bool:
+        """Whether `start` has tried to start it (it may have failed: see `state`)."""
+        return self._worker.wait_opened(0)
+
     def start(self) -> None:
         """Start watching, in the calling thread: `state` says at once whether it could."""
         if self._worker.open_now():

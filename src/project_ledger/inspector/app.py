@@ -14,6 +14,7 @@ with a 4xx status, never a traceback.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -64,6 +66,19 @@ def number(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+_CITATION = re.compile(r"\[(m[0-9a-z]{10}(?:,\s*m[0-9a-z]{10})*)\]")
+_MEMORY_ID = re.compile(r"m[0-9a-z]{10}")
+
+
+def cited(text: str) -> Markup:
+    """A memory's text, escaped, with the ids in its `[m…]` citations (a gist's sources) as links."""
+
+    def links(match: re.Match[str]) -> str:
+        return _MEMORY_ID.sub(lambda m: f'<a class="id" href="/memories/{m[0]}">{m[0]}</a>', match[0])
+
+    return Markup(_CITATION.sub(links, str(escape(text))))
+
+
 Audit = Callable[[str, list[str]], None]
 
 
@@ -82,6 +97,7 @@ class Inspector:
             lstrip_blocks=True,
         )
         self.templates.filters["number"] = number
+        self.templates.filters["cited"] = cited
 
     def render(self, request: Request, template: str, http_status: int = 200, **values: Any) -> HTMLResponse:
         page = self.templates.get_template(template).render(
@@ -150,7 +166,8 @@ class Inspector:
         detail = await self.call(lambda: self.ledger.memory_detail(memory_id))
         if detail.memory.deleted_at is not None:
             raise MemoryForgotten(memory_id)
-        return self.render(request, "forget.html", memory=detail.memory, derived=[r for r in detail.relations if r.direction == "to"])
+        preview = await self.call(lambda: self.ledger.forget_preview(memory_id))
+        return self.render(request, "forget.html", memory=detail.memory, derived=preview.also)
 
     async def forget(self, request: Request) -> Response:
         memory_id = request.path_params["id"]
@@ -219,8 +236,9 @@ class Inspector:
                 values["symbols"] = await self.call(lambda: code.find_symbol(name, limit=SYMBOL_LIMIT))
             if (words := text(query, "q")) is not None:
                 values["hits"] = await self.call(lambda: code.search_code(words, CODE_RESULTS))
-            budget = whole(query, "budget", DEFAULT_MAP_TOKENS, "token budget")
-            values["repo_map"] = await self.call(lambda: code.repo_map(budget))
+            if values["symbols"] is None and values["hits"] is None:  # each form runs its own tool: the map has its own
+                budget = whole(query, "budget", DEFAULT_MAP_TOKENS, "token budget")
+                values["repo_map"] = await self.call(lambda: code.repo_map(budget))
         except LedgerError as exc:
             return self.render(request, "code.html", status_of(exc), **{**values, "error": str(exc)})
         return self.render(request, "code.html", **values)

@@ -19,6 +19,7 @@ from typing import Literal
 from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.errors import LedgerError
 from project_ledger.maintenance.service import MaintenanceService
+from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 from project_ledger.search.edge_index import MIN_FREE_BYTES
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
@@ -42,7 +43,18 @@ def examine(maintenance: MaintenanceService, fix: bool) -> list[Finding]:
         findings += [_index(maintenance, fix), _vectors(maintenance, fix)]
     if maintenance.has_code:
         findings += [_code_index(maintenance, fix), _watcher(maintenance)]
-    return [*findings, _hooks(maintenance.paths.root, maintenance.paths.data_dir)]
+    return [*findings, _context(maintenance.paths.project_context), _hooks(maintenance.paths.root, maintenance.paths.data_dir)]
+
+
+def _context(path: Path) -> Finding:
+    """project_context.md opens every session: missing or still the template, it tells an agent nothing."""
+    text = ProjectContextFile(path).read()
+    if text is None:
+        return Finding("context", "warning", f"{path} is missing: `project-ledger init` drafts one for you to finish")
+    if placeholders := placeholder_count(text):
+        detail = f"{path} still has {placeholders} of the template's placeholders, left out of every session: edit it"
+        return Finding("context", "warning", detail)
+    return Finding("context", "ok", f"{path} is filled in")
 
 
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
@@ -169,12 +181,25 @@ def _vectors(maintenance: MaintenanceService, fix: bool) -> Finding:
 def _code_index(maintenance: MaintenanceService, fix: bool) -> Finding:
     changed, gone = maintenance.code_out_of_date()
     if not changed and not gone:
-        return Finding("code index", "ok", f"{maintenance.code_counts().files} files, in step with the source tree")
+        return _symbol_vectors(maintenance, fix, f"{maintenance.code_counts().files} files, in step with the source tree")
     detail = f"since the last index, source files new or changed: {changed}, deleted: {gone}"
     if not fix:
         return Finding("code index", "warning", detail + " (a running server's watcher catches up); --fix indexes them now")
     summary = maintenance.scan_code()
-    return Finding("code index", "fixed", f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed")
+    return _symbol_vectors(maintenance, fix, f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed", "fixed")
+
+
+def _symbol_vectors(maintenance: MaintenanceService, fix: bool, detail: str, state: State = "ok") -> Finding:
+    """Symbols without a vector are found by their words only: say so, and with `fix` compute them."""
+    missing = maintenance.missing_symbol_vectors()
+    if not missing:
+        return Finding("code index", state, detail)
+    detail += f"; {missing} symbols have no vector yet (a running server computes them in the background)"
+    if not fix or maintenance.model_status().state != "ready":
+        hint = "; --fix, or `project-ledger index --embed`, computes them now" if not fix else ""
+        return Finding("code index", "warning", detail + hint)
+    maintenance.embed_symbols()
+    return Finding("code index", "fixed", detail + "; computed them")
 
 
 def _watcher(maintenance: MaintenanceService) -> Finding:

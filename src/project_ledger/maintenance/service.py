@@ -122,6 +122,11 @@ class MaintenanceService:
         self._sync.open_now()
         self._sync.catch_up()
 
+    def try_open_index(self) -> bool:
+        """Open this process's index if it can be (a write's near-duplicate check needs it, but must not fail for
+        it); whether it opened. `LedgerService.remember` says why the check was skipped when it did not."""
+        return self._sync.open_now()
+
     def catch_up_index(self) -> None:
         """Bring the open index up to the journal, vectors computed since it opened included."""
         self._sync.catch_up()
@@ -176,6 +181,10 @@ class MaintenanceService:
 
     def code_counts(self) -> CodeCounts:
         return self._require_code().store.counts()
+
+    def missing_symbol_vectors(self) -> int:
+        """Symbols without a vector for the current model."""
+        return self._require_code().search.pending_vectors()
 
     def embed_symbols(self, report: Report = quiet) -> int:
         """Embed every symbol that has no vector yet; the model is loaded only if one lacks it. How many were

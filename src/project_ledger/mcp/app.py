@@ -36,7 +36,8 @@ from project_ledger.code.service import render_symbol
 from project_ledger.code.symbols import SymbolKind
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
-from project_ledger.factory import open_ledger
+from project_ledger.factory import limits, open_ledger
+from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.mcp.roots import ClientRoots
 from project_ledger.mcp.scopes import ScopeGuard
@@ -60,6 +61,7 @@ from project_ledger.models import (
     Status,
 )
 from project_ledger.project_root import RootChoice, from_working_directory
+from project_ledger.text.wording import plural
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -168,8 +170,11 @@ class LedgerTools:
         )  # fmt: skip
         if result.created:
             text = f"remembered as {result.id}"
-        elif result.similarity is not None:
-            text = f"not stored again: {result.id} already says this ({result.similarity:.0%} of the words in common)"
+        elif result.similarity is not None:  # the note says the same: it is for the CLI
+            text = (
+                f"not stored again: {result.id} already says this ({result.similarity:.0%} of the words in common, the same "
+                "numbers and names); its access data was refreshed"
+            )
         else:
             text = f"already remembered as {result.id} (same text, same session)"
         captured = ", ".join(f"{c.kind} {c.id}" + ("" if c.created else " (already known)") for c in result.captured)
@@ -179,14 +184,14 @@ class LedgerTools:
             f"captured {captured}" if captured else "",
             f"redacted before storing: {secrets}" if secrets else "",
             "flagged suspicious: it reads like an instruction to a model, so context packs withhold it" if result.suspicious else "",
-            result.note or "",
+            (result.note or "") if result.similarity is None else "",
         ]
         return self._answer(result, "; ".join([text, *filter(None, extras)]))
 
     async def recall(
         self,
         query: Annotated[str | None, Field(description="Question or keywords; exact identifiers work too.")] = None,
-        k: Annotated[int, Field(ge=1, le=100)] = 8,
+        k: Annotated[int, Field(ge=1)] = 8,  # the upper bound is LEDGER_MAX_K (see `arguments.SETTING_BOUNDS`)
         kinds: list[Kind] | None = None,
         tags: list[str] | None = None,
         session: str | None = None,
@@ -208,14 +213,15 @@ class LedgerTools:
             include_superseded=include_superseded, token_budget=token_budget, current_session=current_session,
             min_relevance=min_relevance, expand=expand, ids=ids,
         ))  # fmt: skip
-        header = f"{len(result.results)} memories ({result.mode})" + (f"; {result.note}" if result.note else "")
+        header = f"{plural(len(result.results), 'memory', 'memories')} ({'by id' if result.mode == 'by-id' else result.mode})"
+        header += f"; {result.note}" if result.note else ""
         body = render_results(result.results) if result.results else "No relevant memory."
         return self._answer(result, f"{header}\n\n{body}")
 
     async def context(
         self,
         query: Annotated[str | None, Field(description="The task or question; without it, the session-start pack.")] = None,
-        token_budget: Annotated[int, Field(ge=100, le=200_000)] = 4000,
+        token_budget: Annotated[int, Field(ge=100)] = 4000,
         session: Annotated[str | None, Field(description="Your session id: its latest turns close the pack.")] = None,
     ) -> Annotated[CallToolResult, ContextResult]:
         """Everything relevant in one block within token_budget: project context, pins, memories and code
@@ -227,7 +233,7 @@ class LedgerTools:
         """A memory's supersession chain, oldest first: how a decision changed over time."""
         result = await self._call(lambda ledger: ledger.history(id))
         text = "\n\n".join(render_memory(m) for m in result.chain)
-        return self._answer(result, f"{len(result.chain)} versions; current: {result.current}\n\n{text}")
+        return self._answer(result, f"{plural(len(result.chain), 'version')}; current: {result.current}\n\n{text}")
 
     async def pin(self, id: MemoryId) -> Annotated[CallToolResult, Ack]:
         """Pin a memory: it is shown at the start of every session."""
@@ -254,7 +260,8 @@ class LedgerTools:
         and todos, each line citing the memories it came from. Uses your model (sampling) when offered."""
         writer, why_not = self._writer(ctx)
         result = await self._call(lambda ledger: ledger.summarize_session(session, max_tokens, writer=writer, why_not=why_not))
-        header = f"gist {result.id} of session {session} ({result.method}, {result.bullets} lines, {result.tokens} tokens)"
+        size = f"{plural(result.bullets, 'line')}, {plural(result.tokens, 'token')}"
+        header = f"gist {result.id} of session {session} ({result.method}, {size})"
         extras = [
             "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "",
             f"{result.dropped} lines dropped in validation" if result.dropped else "",
@@ -283,7 +290,11 @@ class LedgerTools:
         result = await self._call(
             lambda ledger: ledger.require_code().find_symbol(name, kind=kind, language=language, path=path, limit=limit)
         )
-        header = f"{len(result.symbols)} definitions ({result.matched_by})" + (f"; {result.note}" if result.note else "")
+        shown = plural(len(result.symbols), "definition")
+        if result.truncated:
+            shown = f"{len(result.symbols)} of {plural(result.total, 'definition')}"
+        header = f"{shown} ({result.matched_by})" + ("; a higher limit shows more" if result.truncated else "")
+        header += f"; {result.note}" if result.note else ""
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.symbols)]))
 
     async def search_code(
@@ -295,7 +306,7 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, SearchCodeResult]:
         """Find code symbols by meaning and by identifier words (hybrid search). Best first."""
         result = await self._call(lambda ledger: ledger.require_code().search_code(query, k, language=language, path=path))
-        header = f"{len(result.results)} symbols ({result.mode})" + (f"; {result.note}" if result.note else "")
+        header = f"{plural(len(result.results), 'symbol')} ({result.mode})" + (f"; {result.note}" if result.note else "")
         return self._answer(result, "\n".join([header, *(render_symbol(s) for s in result.results)]))
 
     async def find_references(
@@ -306,14 +317,14 @@ class LedgerTools:
     ) -> Annotated[CallToolResult, ReferencesResult]:
         """Where a name is used (calls, type uses, imports), with the line of code."""
         result = await self._call(lambda ledger: ledger.require_code().find_references(name, path, limit))
-        header = f"{len(result.references)} uses" + (" (more not shown)" if result.truncated else "")
+        header = plural(len(result.references), "use") + (" (more not shown)" if result.truncated else "")
         header += f"; {result.note}" if result.note else ""
         lines = [f"{r.path}:{r.line}: {r.context}" for r in result.references]
         return self._answer(result, "\n".join([header, *lines]))
 
     async def repo_map(
         self,
-        token_budget: Annotated[int, Field(ge=1, le=32_000)] = 1024,
+        token_budget: Annotated[int, Field(ge=1)] = 1024,
         focus: Annotated[
             list[str], Field(description="Files, directories or symbol names to centre the map on.")
         ] = [],  # noqa: B006 - the schema default the clients see; never mutated
@@ -369,7 +380,7 @@ def create_server(
             await anyio.to_thread.run_sync(guard.close)
             await anyio.to_thread.run_sync(handle.close)
 
-    app = MCPServer(
+    app = LedgerServer(
         "project-ledger",
         title="Project Ledger",
         description="A persistent, per-project memory for coding agents: decisions, notes, code symbols and project context, "
@@ -377,6 +388,7 @@ def create_server(
         instructions=instructions(tools, handle, roots),
         version=version(),
         lifespan=lifespan,
+        limits=ledger.limits if ledger is not None else limits(settings),
     )
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)

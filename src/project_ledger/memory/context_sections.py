@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from project_ledger.memory.context_pack import PackItem, PackSection
-from project_ledger.memory.project_context import blocks, missing_context_text
+from project_ledger.memory.project_context import filled_blocks, missing_context_text, unedited_context_text
 from project_ledger.models import CodeHit, Memory, RecallHit
 from project_ledger.text.injection import defang
 
@@ -94,8 +94,10 @@ def stable_sections(context: str | None, context_path: Path, pinned: Sequence[Me
     """The guide, project_context.md and the pins: the part of every pack that does not depend on the query."""
     if context is None:
         context_items = [PackItem(missing_context_text(context_path))]
+    elif (filled := filled_blocks(context)[0]) and any(not block.text.startswith("#") for block in filled):
+        context_items = [PackItem(block.text) for block in filled]
     else:
-        context_items = [PackItem(block.text) for block in blocks(context)]
+        context_items = [PackItem(unedited_context_text(context_path))]
     sections = [
         PackSection("guide", None, [PackItem(GUIDE)]),
         PackSection(

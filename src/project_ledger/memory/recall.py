@@ -255,7 +255,7 @@ class Recall:
         if left_out:
             notes.append(f"left out to fit {why}: {', '.join(left_out)}")
         tokens = self.tokens.count(render_results(kept))
-        return RecallResult(results=kept, tokens=tokens, mode=self.mode(), note="; ".join(notes) or None)
+        return RecallResult(results=kept, tokens=tokens, mode="by-id", note="; ".join(notes) or None)
 
     def _by_ids(self, ids: list[str]) -> tuple[list[RecallHit], list[str]]:
         """Memories by id, in the order given; and the ids that are unknown or forgotten."""

@@ -24,7 +24,7 @@ from project_ledger.memory.capture import propose
 from project_ledger.memory.context_pack import Pack, PackCache, assemble, cache_key
 from project_ledger.memory.context_sections import query_sections, render_memory, stable_sections
 from project_ledger.memory.gist_sampling import Writer
-from project_ledger.memory.project_context import ProjectContextFile, missing_context_text
+from project_ledger.memory.project_context import ProjectContextFile, missing_context_text, placeholder_count
 from project_ledger.memory.recall import Recall
 from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.session_gists import SessionGists
@@ -35,6 +35,7 @@ from project_ledger.models import (
     CodeHit,
     ContextResult,
     EmbeddingStatus,
+    ForgetPreview,
     ForgetResult,
     GistResult,
     HistoryResult,
@@ -191,7 +192,8 @@ class LedgerService:
                 "Edit the file instead, or store what is new (LEDGER_REJECT_RESTATED_CONTEXT=false allows it)."
             )
         if kind != "turn" and supersedes is None and self.sync.state() != "ready":
-            notes.append(f"near-duplicate check skipped: the search index is {self.sync.state()}")
+            why = "still opening" if self.sync.state() == "opening" else f"unavailable ({self.sync.open_error})"
+            notes.append(f"near-duplicate check skipped: the search index is {why}")
         elif kind != "turn" and supersedes is None:
             duplicate = self._near_duplicate(text, kind)
             if duplicate is not None:
@@ -297,6 +299,11 @@ class LedgerService:
         self.sync.kick()
         return ForgetResult(id=memory_id, ok=True, also_forgotten=derived)
 
+    def forget_preview(self, memory_id: str) -> ForgetPreview:
+        """What `forget` would erase, for a confirmation that shows it; `MemoryNotFound` for an unknown id."""
+        memory = self.journal.get(self.validate.label(memory_id, "id") or memory_id)
+        return ForgetPreview(memory=memory, also=self.journal.derived(memory.id) if memory.deleted_at is None else [])
+
     def history(self, memory_id: str) -> HistoryResult:
         chain = self.journal.history(self.validate.label(memory_id, "id") or memory_id)
         return HistoryResult(id=memory_id, current=chain[-1].id, chain=chain)
@@ -357,7 +364,7 @@ class LedgerService:
             memory=memory,
             history=self.journal.history(memory.id),
             links=links,
-            relations=[Relation(relation=r, id=other, direction=d) for r, other, d in self.journal.relations(memory.id)],
+            relations=related(self.journal.relations(memory.id)),
         )
 
     # -- context packs -----------------------------------------------------------
@@ -495,6 +502,7 @@ class LedgerService:
             superseded=counts.superseded,
             forgotten=counts.forgotten,
             project_context=str(self.paths.project_context) if self.paths.project_context.exists() else None,
+            project_context_placeholders=placeholder_count(self.project_context.read()),
             session_start_cut=self.session_start().truncated,
             index=IndexStatus(
                 backend=index.backend if index else "unknown",
@@ -513,3 +521,11 @@ class LedgerService:
             gists=self.gists.status(),
             code=self.code.status() if self.code is not None else None,
         )
+
+
+def related(relations: Iterable[tuple[str, str, str]]) -> list[Relation]:
+    """One entry per other memory and direction, its relations joined ("cites and covers" from one gist)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for relation, other, direction in relations:
+        grouped.setdefault((other, direction), []).append(relation)
+    return [Relation(relation=" and ".join(names), id=other, direction=d) for (other, d), names in grouped.items()]

@@ -86,7 +86,10 @@ class SessionGists:
     ) -> GistResult:
         material = self.material(session)
         if not material.turns and not material.memories:
-            raise InvalidArgument(f"session {session!r} has no memories to summarise; remember its turns with session={session!r}")
+            raise InvalidArgument(
+                f"session {session!r} has no memories to summarise; remember its turns under it first (the remember tool's "
+                f"session argument, or `project-ledger remember TEXT --kind turn --session {session}`)"
+            )
         method, note, dropped, requests = "extractive", why_not, Counter[str](), 0
         bullets = extractive(material)
         if writer is not None:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -31,7 +31,7 @@ from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage
 from project_ledger.search.index import Candidates, Compactable, IndexDoc, SearchFilter, SearchIndex
 from project_ledger.search.sparse import SparseEncoder
-from project_ledger.storage.journal import Change, Journal
+from project_ledger.storage.journal import Change, Journal, utc_now
 from project_ledger.worker import Opening, Worker
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,17 @@ class _Compaction:
     log: Path
 
 
+class TimedEvents(list[str]):
+    """A history whose entries start with the UTC time they were added: `2026-12-01 23:31:05Z index rebuilt ...`."""
+
+    def append(self, event: str) -> None:
+        super().append(f"{utc_now()[:19].replace('T', ' ')}Z {event}")
+
+    def extend(self, events: Iterable[str]) -> None:
+        for event in events:
+            self.append(event)
+
+
 class IndexSync:
     def __init__(self, journal: Journal, open_index: Callable[[], SearchIndex], embedder: Embedder) -> None:
         self._journal = journal
@@ -106,7 +117,7 @@ class IndexSync:
         self._compaction_failed_at: float | None = None
         self._forgets_seen = -1
         self._forgets_changed_at = 0.0
-        self.events: list[str] = []  # the index's own, and the worker's pauses: one history for status
+        self.events: list[str] = TimedEvents()  # the index's own, and the worker's pauses: one history for status
         self._worker = Worker(
             "ledger-index",
             [self._embed_backlog, self.catch_up, self._tend_compaction, self._purge_wal],
@@ -127,9 +138,9 @@ class IndexSync:
         """Open the index and start the worker in the background; returns at once."""
         self._worker.start()
 
-    def open_now(self) -> None:
-        """Open and catch up in the calling thread (the CLI's way)."""
-        self._worker.open_now()
+    def open_now(self) -> bool:
+        """Open and catch up in the calling thread (the CLI's way); whether it opened."""
+        return self._worker.open_now()
 
     def stop(self) -> None:
         self._worker.stop(timeout=30)

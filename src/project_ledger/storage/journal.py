@@ -417,6 +417,20 @@ class Journal:
                     pending.append(child["seq"])
         return list(dict.fromkeys(derived))
 
+    def derived(self, memory_id: str) -> list[Memory]:
+        """The live memories that `forget(memory_id)` would erase with it: what derives from it, to the end of the
+        chain, as `_scrub` follows it (a forgotten memory ends a chain). Oldest first."""
+        rows = self._read(
+            "WITH RECURSIVE derived(seq) AS ("
+            " SELECT s.seq FROM memory_sources s JOIN memories m ON m.seq = s.seq"
+            " WHERE s.source = (SELECT seq FROM memories WHERE id = ?) AND m.deleted_at IS NULL"
+            " UNION SELECT s.seq FROM memory_sources s JOIN derived d ON s.source = d.seq"
+            " JOIN memories m ON m.seq = s.seq WHERE m.deleted_at IS NULL)"
+            f" SELECT {_MEMORY_COLUMNS} FROM memories WHERE seq IN (SELECT seq FROM derived) AND id != ? ORDER BY seq",
+            (memory_id, memory_id),
+        )
+        return [_row_to_memory(row) for row in rows]
+
     def purge_wal(self) -> bool:
         """Copy the WAL into the database and truncate it, so old page images of scrubbed rows leave the disk.
 

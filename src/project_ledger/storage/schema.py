@@ -181,6 +181,13 @@ def _m007_create_transcript_offsets(db: sqlite3.Connection) -> None:
     )
 
 
+def _m008_reparse_for_import_aliases(db: sqlite3.Connection) -> None:
+    """The tags queries now count an import's alias as a use (`from .markup import render as render_markup`):
+    forget each file's modification time and content hash, so the next scan parses every file again, once,
+    instead of keeping the references the old queries found."""
+    db.execute("UPDATE code_files SET hash = '', mtime_ns = -1")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_create_memories,
     _m002_create_code_index,
@@ -189,4 +196,5 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m005_create_access,
     _m006_flag_suspicious_memories,
     _m007_create_transcript_offsets,
+    _m008_reparse_for_import_aliases,
 )

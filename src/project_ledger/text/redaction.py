@@ -9,7 +9,8 @@ Two kinds of detector run over the whole text:
 - Values that are only secret by context: a password in a URL
   (`postgres://admin:<this>@db`), an `Authorization:` header, and a value
   assigned to a name such as `api_key`, `client_secret`, `DB_PASSWORD` or
-  `STRIPE_KEY` in code, env files, YAML, JSON or prose. These must not fire on
+  `STRIPE_KEY` in code, env files, YAML, JSON or prose ("the secret is ...",
+  "my password was: ..."). These must not fire on
   ordinary code (`password = get_password()`, `token = token.strip()`,
   `api_key: ${OPENAI_API_KEY}`, `sort_key = "name"`), so the value has to look
   random: long enough, letters mixed with digits or symbols, high Shannon
@@ -182,7 +183,7 @@ _NAME_TAIL = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
 _VALUE = re.compile(
     r"[\"'`\]]{0,2}[ \t]*"  # the end of a quoted key or a subscript: "password": or ['password'] =
     r"(?::[ \t]*[A-Za-z_][\w.\[\], |]*?[ \t]*(?==))?"  # a type annotation: api_key: str = ...
-    r"(?::=|=>|={1,3}|:)[ \t]*"
+    r"(?::=|=>|={1,3}|:|(?<=[ \t])(?:is|was)(?:[ \t]*:)?(?=[ \t]))[ \t]*"  # ... or in prose: "the password is <value>"
     r"(?:[bBrRuU@]{0,2}(?P<q>[\"'`])(?P<quoted>[^\"'`\s\\]{1,4096})(?P=q)"  # a quoted value ...
     r"|(?P<bare>(?:[^\s\"'`,;&()\[\]{}<>]|&(?!\w+=)){1,4096}+)(?P<after>[(\[]?))"  # ... or a bare one (env files, prose, a URL query)
 )
@@ -234,7 +235,7 @@ def _secret_assignments(text: str) -> Iterator[tuple[int, int]]:
         group = "quoted" if m["quoted"] is not None else "bare"
         value = m[group]
         if group == "bare":
-            value = value.rstrip(".:")  # sentence punctuation in prose: "the password is: hunter2X9abc."
+            value = value.rstrip(".:")  # sentence punctuation in prose: "the password is: <value>."
             if m["after"] or _DOTTED_NAME.fullmatch(value):  # a call, a subscript or an attribute: code, not a literal
                 continue
         words = [w for w in _WORD_SEPARATOR.split(_CAMEL_BOUNDARY.sub("_", name).lower()) if w]

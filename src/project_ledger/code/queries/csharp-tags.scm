@@ -68,3 +68,6 @@
 ((type_argument_list (identifier) @name) @reference.type
   (#not-match? @name "^[A-Z]$"))
 (attribute name: (identifier) @name) @reference.attribute
+
+; A using alias is a use too: `using RenderMarkup = App.Markup.Render;`.
+(using_directive name: (identifier) @name) @reference.import

@@ -65,3 +65,7 @@
 ; References: imported names, base classes.
 (import_specifier name: (identifier) @name) @reference.import
 (import_clause (identifier) @name) @reference.import
+
+; An alias is a use too: `import { render as renderMarkup }`, `import * as md`.
+(import_specifier alias: (identifier) @name) @reference.import
+(namespace_import (identifier) @name) @reference.import

@@ -74,3 +74,6 @@
 ; Imports, by path: `"net/http"` -> net/http.
 (import_spec
   path: (interpreted_string_literal (interpreted_string_literal_content) @name)) @reference.import
+
+; An import's alias is a use too: `import md "example.com/markup"`.
+(import_spec name: (package_identifier) @name) @reference.import

@@ -35,3 +35,6 @@
 ((user_type . (identifier) @name) @reference.type
   (#not-match? @name "^([A-Z]|Int|Long|Short|Byte|Double|Float|Boolean|Char|String|Unit|Any|Nothing)$"))
 (import (qualified_identifier (identifier) @name .)) @reference.import
+
+; An alias is a use too: `import app.markup.render as renderMarkup`.
+(import (identifier) @name) @reference.import

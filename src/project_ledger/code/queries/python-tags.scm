@@ -31,3 +31,6 @@
 (decorator (identifier) @name) @reference.decorator
 (decorator (call function: (identifier) @name)) @reference.decorator
 ((attribute object: (identifier) @name) @reference.name (#match? @name "^[A-Z]"))
+
+; An alias is a use too: `from .markup import render as render_markup`, `import numpy as np`.
+(aliased_import alias: (identifier) @name) @reference.import

@@ -84,3 +84,6 @@
 (use_list (scoped_identifier name: (identifier) @name)) @reference.import
 (use_as_clause path: (identifier) @name) @reference.import
 (use_as_clause path: (scoped_identifier name: (identifier) @name)) @reference.import
+
+; An alias is a use too: `use crate::markup::render as render_markup;`.
+(use_as_clause alias: (identifier) @name) @reference.import

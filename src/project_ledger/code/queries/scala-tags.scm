@@ -20,3 +20,7 @@
 ((type_arguments (type_identifier) @name) @reference.type
   (#not-match? @name "^([A-Z]|Int|Long|Short|Byte|Double|Float|Boolean|Char|String|Unit|Any|AnyRef|Nothing)$"))
 (import_declaration path: (identifier) @name .) @reference.import
+
+; A renamed import is a use of both names: `import app.markup.{render => renderMarkup}`.
+(arrow_renamed_identifier name: (identifier) @name) @reference.import
+(arrow_renamed_identifier alias: (identifier) @name) @reference.import
