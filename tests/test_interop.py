@@ -170,9 +170,9 @@ def test_the_typescript_sdk_client_sees_tools_resources_and_the_prompt(project: 
     bad = report["bad_calls"]
     for name in ("recall_k_not_a_number", "forget_unknown_id", "remember_without_text"):
         assert bad[name]["answer"] == "result" and bad[name]["is_error"] is True, (name, bad[name])
-    assert "valid integer" in bad["recall_k_not_a_number"]["text"]
+    assert "is not a whole number" in bad["recall_k_not_a_number"]["text"]
     assert "no memory with id 'no-such-memory'" in bad["forget_unknown_id"]["text"]
-    assert "text" in bad["remember_without_text"]["text"] and "required" in bad["remember_without_text"]["text"]
+    assert "text is missing" in bad["remember_without_text"]["text"]
     # A tool that does not exist may be either kind of error (this server sends an error result); either names it.
     unknown = bad["unknown_tool"]
     assert unknown.get("is_error") is True or unknown["answer"] == "jsonrpc-error", unknown
@@ -207,7 +207,7 @@ def test_the_legacy_python_sdk_client_negotiates_and_works(project: Project) -> 
     assert "Money is integer cents" in report["session_start"][0]["text"]
 
     assert report["bad_call"]["answer"] == "result" and report["bad_call"]["is_error"] is True
-    assert "valid integer" in report["bad_call"]["text"]
+    assert "is not a whole number" in report["bad_call"]["text"]
     assert recalled(report["after_bad_call"]) == {memory: report["remember"]["sent"]}
 
 
@@ -227,5 +227,5 @@ def test_a_client_on_an_older_protocol_revision_is_served_in_it(project: Project
     memory, sent = found[1], report["remember"]["sent"]
     assert f"<memory id={memory} " in report["recall"]["text"] and sent in report["recall"]["text"]
     assert "does not exist" in report["project_context"][0]["text"]  # no project_context.md here, and the resource says so
-    assert report["bad_call"]["is_error"] is True and "valid integer" in report["bad_call"]["text"]
+    assert report["bad_call"]["is_error"] is True and "is not a whole number" in report["bad_call"]["text"]
     assert sent in report["after_bad_call"]["text"]
