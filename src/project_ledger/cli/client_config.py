@@ -92,19 +92,25 @@ class ConfigFileError(ValueError):
     """The existing file cannot be merged into without losing something."""
 
 
-def merge(path: Path, *, client: Client, name: str, entry: dict[str, Any]) -> str:
-    """Add or replace server `name` in the file at `path`, keeping every other key; returns added, replaced or
-    unchanged. The file is replaced atomically, so a client reading it never sees half of it."""
+def read_document(path: Path, *, empty: dict[str, Any]) -> Any:
+    """The JSON document in the client's file at `path`, or `empty` when there is none yet; a file that cannot be
+    read, or is not plain JSON (a merge would lose its comments), is a `ConfigFileError`."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        text = ""
+        return empty
     except OSError as exc:
         raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        document = json.loads(text) if text.strip() else {}
+        return json.loads(text) if text.strip() else empty
     except ValueError as exc:
         raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
+
+
+def merge(path: Path, *, client: Client, name: str, entry: dict[str, Any]) -> str:
+    """Add or replace server `name` in the file at `path`, keeping every other key; returns added, replaced or
+    unchanged. The file is replaced atomically, so a client reading it never sees half of it."""
+    document = read_document(path, empty={})
     servers = document.get(client.servers_key, {}) if isinstance(document, dict) else None
     if not isinstance(servers, dict):
         raise ConfigFileError(f"{path} has no JSON object at its top or under {client.servers_key!r}")
@@ -171,16 +177,7 @@ def _ours(group: Any) -> bool:
 def merge_hooks(path: Path, command: str) -> str:
     """Put the ledger's hook on every event in the settings file at `path`, keeping every other key and every
     other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except OSError as exc:
-        raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        document = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
+    document = read_document(path, empty={})
     hooks = document.get("hooks", {}) if isinstance(document, dict) else None
     if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in HOOK_EVENTS):
         raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
@@ -205,16 +202,7 @@ def cursor_hooks_block(command: str) -> dict[str, Any]:
 def merge_cursor_hooks(path: Path, command: str) -> str:
     """Put the ledger's hook on Cursor's events in `.cursor/hooks.json`, keeping every other hook; an older entry of
     ours is replaced. Returns added, replaced or unchanged."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except OSError as exc:
-        raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        document = json.loads(text) if text.strip() else {"version": 1}
-    except ValueError as exc:
-        raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
+    document = read_document(path, empty={"version": 1})
     hooks = document.get("hooks", {}) if isinstance(document, dict) else None
     if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in CURSOR_HOOK_EVENTS):
         raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
