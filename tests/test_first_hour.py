@@ -268,7 +268,7 @@ async def test_find_references_finds_an_aliased_import(project: Project) -> None
         assert {(r["path"], r["line"]) for r in found["references"]} == {("console.py", 1), ("console.py", 5)}
 
 
-def test_inspector_pages_link_citations_and_list_each_related_memory_once(ledger: LedgerService) -> None:
+def test_inspector_pages_link_citations_and_symbols_and_list_each_related_memory_once(ledger: LedgerService) -> None:
     from starlette.testclient import TestClient
 
     from project_ledger.inspector.app import inspector_app
@@ -290,6 +290,12 @@ def test_inspector_pages_link_citations_and_list_each_related_memory_once(ledger
         forget_page = http.get(f"/memories/{turns[0].id}/forget").text
         assert " There is no undo" in forget_page and ".There is no undo" not in forget_page
         assert forget_page.count(f'href="/memories/{gist.id}"') == 1
+
+        (ledger.paths.root / "app.py").write_text("def greet(name: str) -> str:\n    return name\n")
+        ledger.require_code().indexer.scan()
+        anchored = ledger.remember("`greet` in app.py must stay a pure function.", kind="constraint")
+        code_links = http.get(f"/memories/{anchored.id}").text.split("Links to code", 1)[1]
+        assert '<a href="/code?symbol=greet"><code>symbol greet in app.py</code></a>' in code_links, "a symbol link opens its definition"
 
         recall_page = http.get("/recall").text
         assert "Session filter" in recall_page and "only memories filed under this session" in recall_page

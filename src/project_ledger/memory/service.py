@@ -357,7 +357,10 @@ class LedgerService:
         memory = self.journal.get(self.validate.label(memory_id, "id") or memory_id)
         settle = partial(self.journal.settle_anchor, memory.id)
         links = [
-            MemoryLink(target=anchor.target, description=describe(anchor), changed=next(iter(self.anchors.changes([anchor], settle)), None))
+            MemoryLink(
+                target=anchor.target, path=anchor.path, name=anchor.name if anchor.target == "symbol" else None,
+                description=describe(anchor), changed=next(iter(self.anchors.changes([anchor], settle)), None),
+            )  # fmt: skip
             for anchor in self.journal.anchors([memory.id]).get(memory.id, [])
         ]
         return MemoryDetail(
