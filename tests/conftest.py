@@ -74,7 +74,10 @@ class Project:
         return self.root / ".ledger"
 
     def server_env(self) -> dict[str, str]:
-        return {"HOME": os.environ.get("HOME", str(self.root)), **self.env}
+        """HOME, this project's `env`, and PYTHONPATH when set, so a server runs the code under test (a checkout
+        other than the one installed in the virtualenv)."""
+        inherited = {name: os.environ[name] for name in ("HOME", "PYTHONPATH") if name in os.environ}
+        return {"HOME": str(self.root), **inherited, **self.env}
 
     def params(self) -> StdioServerParameters:
         return StdioServerParameters(

@@ -2,7 +2,7 @@
 
 The search index hands back two candidate lists (by meaning and by BM25). They
 are fused with weighted reciprocal-rank fusion, then adjusted by what the
-index does not know: how old a memory is, how often it was handed out, its
+index does not know: how old a memory is, how often it was used (fetched by id or pinned), its
 kind, whether it comes from the caller's session, and whether it is outdated:
 superseded itself, or a turn that stated a decision that was later superseded
 (`outdated_turns`). The weights are in `search/tuning.py`.

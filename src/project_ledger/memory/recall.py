@@ -3,7 +3,8 @@
 `LedgerService` answers `recall` and `explain_recall` with this class, and asks it for the ranked memories of
 a `context` pack. The ranking arithmetic itself is in `ranking` (pure); this class fetches what it needs: the
 query's embedding, both candidate lists, the memories, the turns a superseded decision outdated. The only
-thing it writes is the access stats of what a recall hands out.
+thing it writes is the access stats of memories fetched by id: a ranked search writes nothing, so asking
+questions never changes a later ranking.
 """
 
 from __future__ import annotations
@@ -106,8 +107,6 @@ class Recall:
         if not kept and below:
             floor = self.params.floor if floor is None else floor
             notes.append(f"no relevant memory: {below} weaker matches fell under min_relevance={floor:g}; pass a lower one to see them")
-        kept_ids = {hit.id for hit in kept}
-        self.touch([r.seq for r in ranked if r.memory.id in kept_ids])
         return RecallResult(
             results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
         )
@@ -180,10 +179,14 @@ class Recall:
             hits.append(_hit(r.memory, changed, r))
         return hits
 
-    def touch(self, seqs: list[int]) -> None:
-        """Count these memories as handed out (access ranks later recalls)."""
+    def touch(self, ids: list[str]) -> None:
+        """Count these memories as used (access ranks later recalls).
+
+        Only explicit use counts: a fetch by id (with what it expands to) or a pin. Being handed out in a
+        ranked result does not, or the memories returned most would be returned more, for any question.
+        """
         try:
-            self.journal.touch(seqs)
+            self.journal.touch(ids)
         except StorageError as exc:  # access stats are not worth failing a read for
             log.warning("access stats not recorded: %s", exc)
 
@@ -251,6 +254,7 @@ class Recall:
         if not hits:
             raise InvalidArgument(f"no live memory has these ids: {', '.join(missing)}; they are unknown or were forgotten")
         kept, left_out, why = self._fit(self._expand(hits) if expand else hits, token_budget)
+        self.touch([hit.id for hit in kept])
         notes = [f"not found or forgotten: {', '.join(missing)}"] if missing else []
         if left_out:
             notes.append(f"left out to fit {why}: {', '.join(left_out)}")

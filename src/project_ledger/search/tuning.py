@@ -48,7 +48,7 @@ class RankingParams:
     half_life_days: float = 7.0  # recency: an item this old keeps half of the decaying share (LEDGER_RECENCY_HALF_LIFE_DAYS)
     recency_share: float = 0.3  # the part of the score that decays; the rest never does
     no_decay_kinds: frozenset[str] = frozenset({"decision", "definition"})  # they hold until superseded, however old
-    access_weight: float = 0.03  # per e-fold of times handed out
+    access_weight: float = 0.03  # per e-fold of times used: fetched by id, pinned, or stored again (never a search hit)
     session_boost: float = 0.1
     superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
     outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
