@@ -91,7 +91,7 @@ class Recall:
             return self._recall_ids(ids, expand, token_budget)
         if query is None:
             raise InvalidArgument("give a query to search for, or ids of memories to fetch")
-        query = self.validate.text(query, "query")
+        query = self.validate.query(query)
         self._check_k(k)
         self._check_budget(token_budget)
         where = self._where(
@@ -132,7 +132,7 @@ class Recall:
         It runs the same ranking as `recall` but records no access: looking must not change the next ranking.
         A token budget is not applied (it only cuts the tail of `results`).
         """
-        query = self.validate.text(query, "query")
+        query = self.validate.query(query)
         self._check_k(k)
         where = self._where(
             kinds=kinds, tags=tags, session=session, since=since, until=until, include_superseded=include_superseded

@@ -374,7 +374,7 @@ class LedgerService:
         memories: list[RecallHit] = []
         symbols: list[CodeHit] = []
         if query is not None:
-            query = self.validate.text(query, "query")
+            query = self.validate.query(query)
             ranked, _, mode, _ = self.retrieval.retrieve(query, SearchFilter(), k=CONTEXT_MEMORIES + len(shown), session=session)
             ranked = [r for r in ranked if r.memory.id not in shown][:CONTEXT_MEMORIES]
             memories = self.retrieval.hits(ranked)

@@ -23,6 +23,21 @@ _STOPWORDS = frozenset(
 )
 
 
+# Words that carry no topic in a search query, on top of `_STOPWORDS` (short ones are kept there: "go", "ui" and
+# "v2" are words of a query, so content_words' length cut does not apply to queries).
+_QUERY_FILLER = _STOPWORDS | frozenset(
+    "i me my mine he him his she her hers them there here how why where whom whose any all some each about again "
+    "also just only very too not no yes please tell show find give get know "
+    "am being up out over under more most other such same own s t".split()
+)
+_ANY_WORD = re.compile(r"[^\W_]+")  # letters or digits of any script (CJK included)
+
+
+def searchable_words(text: str) -> list[str]:
+    """The words of a query that could match something: letters or digits, filler words left out."""
+    return [word for word in _ANY_WORD.findall(text.lower()) if word not in _QUERY_FILLER]
+
+
 def specifics(text: str) -> frozenset[str]:
     """Numbers, identifiers and negation words: what must agree for two texts to say the same thing."""
     lowered = text.lower()
