@@ -150,7 +150,10 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
         return pool.collapse([hit.seq for hit in candidates.dense])[:depth]
     n = max(params.fusion.candidates, depth)
     cut = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
-    kept, _ = rank(cut, pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated)
+    kept, _ = rank(
+        cut, pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated, cosines=pool.cosines[i],
+        exact_terms=pool.exact[i],
+    )  # fmt: skip
     return pool.collapse([item.seq for item in kept])[:depth]
 
 

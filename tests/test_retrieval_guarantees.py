@@ -51,10 +51,41 @@ async def test_asking_questions_changes_no_later_ranking_only_explicit_use_count
         for n in range(300):
             await ledger.recall(UNRELATED_QUESTIONS[n % len(UNRELATED_QUESTIONS)], k=5)
         await ledger.call("context", query="what runs background jobs", token_budget=2000)
-        assert await ranking() == before  # the same memories, in the same order, with the same scores
+        after = await ranking()
+        assert [memory_id for memory_id, _ in after] == [memory_id for memory_id, _ in before]  # same memories, same order
+        # The same scores, but for the recency decay of the seconds the recalls took (an access boost is 2% or more).
+        assert [score for _, score in after] == pytest.approx([score for _, score in before], rel=1e-4)
         assert [await access(memory_id) for memory_id in ids] == [0] * len(ids)
 
         # Explicit use counts: a fetch by id and a pin.
         await ledger.call("recall", ids=[ids[-1]])
         await ledger.call("pin", id=ids[-2])
         assert (await access(ids[-1]), await access(ids[-2]), await access(ids[-3])) == (1, 1, 0)
+
+
+LOOK_ALIKE_SHAPES = [
+    "OPS-9409{n}", "v5.31.27{n}", "0x9f3a2c1{n}", "ERR_QUOTA_412{n}", "quota_retry_window_{n}", "fetchQuotaLimit{n}",
+    "billing.retry.quota.v{n}", "MAX_RETRY_LIMIT_{n}", "--quota-retry-{n}", "src/billing/retry_handler{n}.py",
+]  # fmt: skip
+LOOK_ALIKE_SENTENCES = [
+    "The {id} setting was raised after the incident on the billing workers.",
+    "We traced the failed nightly export to {id} and rolled the change back.",
+    "Keep {id} as it is: the retry queue depends on it for tenant refunds.",
+]
+
+
+async def test_the_memory_holding_an_identifier_comes_first_among_look_alikes(project: Project) -> None:
+    async with serve(project) as ledger:
+        id_of = {}
+        for shape in LOOK_ALIKE_SHAPES:
+            for n in range(10):
+                identifier = shape.format(n=n)
+                text = LOOK_ALIKE_SENTENCES[n % len(LOOK_ALIKE_SENTENCES)].format(id=identifier)
+                id_of[identifier] = await ledger.remember(text, kind="note")
+        assert len(set(id_of.values())) == len(id_of)  # no look-alike was taken for a duplicate of another
+        await ledger.settled()
+        for shape in LOOK_ALIKE_SHAPES:
+            identifier = shape.format(n=7)
+            for query in (identifier, f"why did {identifier} come up during the incident?"):
+                hits = await ledger.recall(query, k=3)
+                assert hits and hits[0]["id"] == id_of[identifier], (query, [hit["text"] for hit in hits])

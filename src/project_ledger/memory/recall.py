@@ -25,6 +25,7 @@ from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
+from project_ledger.text.text_signals import exact_terms
 from project_ledger.text.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -237,8 +238,13 @@ class Recall:
         found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
         memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
+        on_words_only = sorted({hit.seq for hit in found.sparse} - {hit.seq for hit in found.dense} & memories.keys())
+        cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()
-        kept, below = rank(found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories))
+        kept, below = rank(
+            found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
+            exact_terms=exact_terms(query),
+        )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 
     def _captured_parents(self, ranked: list[Ranked]) -> dict[str, str]:

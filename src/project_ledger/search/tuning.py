@@ -56,6 +56,7 @@ class RankingParams:
         default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
     )
     floor: float = 0.24  # relevance (cosine or query-term coverage) a result needs (LEDGER_MIN_RELEVANCE)
+    exact_most: int = 3  # an identifier the query names that at most this many candidates hold puts them first
 
 
 @dataclass(frozen=True, kw_only=True)
