@@ -138,7 +138,7 @@ def test_the_few_candidates_holding_an_identifier_the_query_names_come_first_eve
     look_alikes = {seq: memory(f"m{seq}").model_copy(update={"text": f"ticket OPS-9409{seq} is about quotas"}) for seq in range(1, 6)}
     found = Candidates(dense=[Hit(seq, 0.8) for seq in (1, 2, 3, 4)], sparse=[Hit(5, 2.0), Hit(1, 1.0)])
     kept, below = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.5, exact_terms=["ops-94095"])
-    assert kept[0].memory.id == "m5" and not below  # only BM25 found it, below the floor, yet it leads
+    assert kept[0].memory.id == "m5" and kept[0].sources.exact and not below  # only BM25 found it, under the floor, yet it leads
     plain, _ = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.0)
     assert plain[0].memory.id != "m5"  # without the exact term, fusion puts the dense list's look-alikes first
 

@@ -20,7 +20,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
@@ -46,6 +45,7 @@ class Sources:
     coverage: float  # share of the query's terms it contains
     fused: float  # reciprocal-rank fusion of the two places, before boosts
     boosts: Mapping[str, float]  # factors the fused score was multiplied by, by name
+    exact: bool = False  # holds a rare identifier the query names: ranked before every other candidate
 
 
 @dataclass(frozen=True)
@@ -163,11 +163,11 @@ def rank(
                 coverage=lexical.get(hit.seq, 0.0),
                 fused=hit.score,
                 boosts=boosts,
+                exact=hit.seq in exact,
             ),
         )
         (kept if item.relevance >= floor or hit.seq in exact else dropped).append(item)
-    order = partial(_order, exact)
-    return sorted(kept, key=order), sorted(dropped, key=order)
+    return sorted(kept, key=_order), sorted(dropped, key=_order)
 
 
 def rare_exact(memories: Mapping[int, Memory], candidates: set[int], terms: Sequence[str], most: int) -> set[int]:
@@ -187,8 +187,8 @@ def rare_exact(memories: Mapping[int, Memory], candidates: set[int], terms: Sequ
     return chosen
 
 
-def _order(exact: set[int], item: Ranked) -> tuple[bool, float, int]:
-    return item.seq not in exact, -item.score, item.seq
+def _order(item: Ranked) -> tuple[bool, float, int]:
+    return not item.sources.exact, -item.score, item.seq
 
 
 def collapse_captured(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:

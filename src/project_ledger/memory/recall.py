@@ -393,6 +393,7 @@ def _explained(ranked: Ranked, fate: Fate, collapsed_into: str | None = None) ->
         fused=sources.fused,
         boosts=dict(sources.boosts),
         score=ranked.score,
+        exact=sources.exact,
         fate=fate,
         collapsed_into=collapsed_into,
     )
