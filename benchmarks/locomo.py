@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from project_ledger.factory import open_ledger
 from project_ledger.memory.ranking import rank
 from project_ledger.memory.service import LedgerService
 from project_ledger.search.index import Candidates, SearchFilter
-from project_ledger.search.tuning import RankingParams
+from project_ledger.search.tuning import FusionParams, RankingParams
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -190,18 +190,27 @@ class Locomo:
         self.items = questions_of(data, {key: seq_of_id[memory_id] for key, memory_id in ids.items()})
         self.pool = pools(self.ledger, [q.text for q in self.items], [q.where for q in self.items])
 
-    def score(self, method: str, params: RankingParams, subset: Sequence[int] | None = None, floor: float = 0.0) -> Figures:
+    def score(
+        self, method: str, params: RankingParams, subset: Sequence[int] | None = None, floor: float = 0.0, pool: Pools | None = None
+    ) -> Figures:
         subset = range(len(self.items)) if subset is None else subset
-        return figures([ranked(self.pool, i, method, params, floor=floor) for i in subset], [self.items[i] for i in subset])
+        pool = pool or self.pool
+        return figures([ranked(pool, i, method, params, floor=floor) for i in subset], [self.items[i] for i in subset])
 
-    def by_category(self, method: str, params: RankingParams) -> dict[str, float]:
+    def by_category(self, method: str, params: RankingParams, pool: Pools | None = None) -> dict[str, float]:
         return {
-            name: self.score(method, params, [i for i, q in enumerate(self.items) if q.category == name]).recall[10]
+            name: self.score(method, params, [i for i, q in enumerate(self.items) if q.category == name], pool=pool).recall[10]
             for name in CATEGORIES.values()
         }
 
 
-METHODS = (("BM25 alone", "bm25"), ("dense alone", "dense"), ("as shipped (defaults, relevance floor applied)", "shipped"))
+METHODS = (
+    ("BM25 alone", "bm25"),
+    ("dense alone", "dense"),
+    ("previous fusion (RRF k=20, dense ×1.5, no cosine for BM25-only candidates)", "before"),
+    ("as shipped (defaults, relevance floor applied)", "shipped"),
+)
+BEFORE = FusionParams(k=20, dense_weight=1.5, candidates=50)
 
 
 def table(bench: Locomo, params: RankingParams) -> list[str]:
@@ -210,9 +219,10 @@ def table(bench: Locomo, params: RankingParams) -> list[str]:
         "|---|" + "---|" * (len(KS) + 1 + len(CATEGORIES)),
     ]
     for name, method in METHODS:
-        floor = params.floor if method == "shipped" else 0.0
-        overall = bench.score("full" if method == "shipped" else method, params, floor=floor)
-        per = bench.by_category("full" if method == "shipped" else method, params)
+        floor = params.floor if method in ("shipped", "before") else 0.0
+        used, pool = (replace(params, fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))) if method == "before" else (params, bench.pool)
+        full = "full" if method in ("shipped", "before") else method
+        overall, per = bench.score(full, used, floor=floor, pool=pool), bench.by_category(full, used, pool)
         lines.append(f"| {name} | {overall.row()} | " + " | ".join(f"{per[c]:.3f}" for c in CATEGORIES.values()) + " |")
     return lines
 

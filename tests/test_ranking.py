@@ -126,10 +126,10 @@ def test_a_turn_that_stated_a_since_superseded_decision_is_outdated() -> None:
 
 
 def test_a_captured_memory_and_its_turn_take_one_place_the_better_of_the_two() -> None:
-    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7), Hit(4, 0.6)], sparse=[])
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(4, 0.7), Hit(3, 0.6)], sparse=[])
     memories = {1: memory("c1", "decision"), 2: memory("m2"), 3: memory("t3", "turn"), 4: memory("c4", "todo")}
     kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
-    assert [item.memory.id for item in kept] == ["c1", "m2", "c4", "t3"]  # a turn weighs 0.95
+    assert [item.memory.id for item in kept] == ["c1", "m2", "c4", "t3"]
     collapsed = collapse_captured(kept, {"c1": "t3", "c4": "t9"})  # c4's turn did not rank: c4 keeps its place
     assert [item.memory.id for item in collapsed] == ["t3", "m2", "c4"]
 
