@@ -1,11 +1,14 @@
 """What recall promises whatever the corpus: asking questions never changes a later ranking, and a memory holding
-an identifier the query names exactly ranks first among look-alikes. Over stdio, through `project-ledger serve`."""
+an identifier the query names exactly ranks first among look-alikes (both over stdio, through `project-ledger
+serve`); an index from before whole identifiers were indexed is rebuilt."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from .conftest import Project, serve
+from .conftest import Project, connect, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +92,20 @@ async def test_the_memory_holding_an_identifier_comes_first_among_look_alikes(pr
             for query in (identifier, f"why did {identifier} come up during the incident?"):
                 hits = await ledger.recall(query, k=3)
                 assert hits and hits[0]["id"] == id_of[identifier], (query, [hit["text"] for hit in hits])
+
+
+async def test_an_index_built_by_an_older_format_is_rebuilt_and_then_finds_whole_identifiers(project: Project) -> None:
+    async with connect(project) as ledger:
+        flagged = await ledger.remember("Nightly exports run with --retry-export-window set to six hours.", kind="note")
+        for n in range(20):
+            await ledger.remember(f"Note {n}: the export retry window is tuned per tenant.", kind="note")
+        await ledger.settled()
+    states = list(project.data_dir.rglob("state.json"))
+    assert states
+    for state in states:  # as an index written before whole identifiers were indexed
+        state.write_text(state.read_text().replace('"format": 2', '"format": 1'))
+    async with connect(project) as ledger:
+        await ledger.settled()
+        hits = await ledger.recall("--retry-export-window", k=1)
+        assert [hit["id"] for hit in hits] == [flagged]
+        assert "older index format: rebuilt" in json.dumps(await ledger.call("status"))
