@@ -96,7 +96,9 @@ def open_bench_ledger(tmp: Path) -> LedgerService:
     return ledger
 
 
-def stored(data: list[dict], tmp: Path, fresh: bool, key: Callable[[str], str]) -> tuple[LedgerService, dict[tuple[str, str], str]]:
+def stored(
+    data: list[dict], tmp: Path, fresh: bool, key: Callable[[str], str]
+) -> tuple[LedgerService, dict[tuple[str, str], str]]:
     """A ledger holding every turn, and the memory id of each (conversation, dia_id).
 
     Built once, then copied from the cache: the journal file is all it takes (the index is rebuilt from it).
@@ -115,7 +117,8 @@ def stored(data: list[dict], tmp: Path, fresh: bool, key: Callable[[str], str]) 
         ids = {}
         for conversation in data:
             for dia_id, text in turns_of(conversation):
-                ids[(conversation["sample_id"], dia_id)] = ledger.remember(text, kind="turn", session=conversation["sample_id"]).id
+                sample = conversation["sample_id"]
+                ids[(sample, dia_id)] = ledger.remember(text, kind="turn", session=sample).id
         while ledger.sync.embed_missing(256):
             pass
         ledger.close()
@@ -220,7 +223,9 @@ def table(bench: Locomo, params: RankingParams) -> list[str]:
     ]
     for name, method in METHODS:
         floor = params.floor if method in ("shipped", "before") else 0.0
-        used, pool = (replace(params, fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))) if method == "before" else (params, bench.pool)
+        used, pool = params, bench.pool
+        if method == "before":
+            used, pool = replace(params, fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))
         full = "full" if method in ("shipped", "before") else method
         overall, per = bench.score(full, used, floor=floor, pool=pool), bench.by_category(full, used, pool)
         lines.append(f"| {name} | {overall.row()} | " + " | ".join(f"{per[c]:.3f}" for c in CATEGORIES.values()) + " |")

@@ -10,8 +10,9 @@ without the cosines, to show what they buy.
 
 A setting's quality on a corpus is R@5 + R@10 + MRR. It is chosen by the sum over both corpora, among the
 settings that keep the old defaults' R@10 on each corpus (within 0.01, about two of the project's 176
-questions): one that helps one corpus and hurts the other is not an improvement. Cross-validation: questions are split in halves (alternating), the choice is made on
-one half of each corpus and scored on the other halves, both ways.
+questions): one that helps one corpus and hurts the other is not an improvement. Cross-validation: questions
+are split in halves (alternating), the choice is made on one half of each corpus and scored on the other
+halves, both ways.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class Setting:
 
     def label(self) -> str:
         f = self.fusion
-        return f"k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} per leg, cosine for BM25-only: {'yes' if self.meaning else 'no'}"
+        meaning = "yes" if self.meaning else "no"
+        return f"k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} per leg, cosine for BM25-only: {meaning}"
 
 
 @dataclass
@@ -99,7 +101,9 @@ SLACK = 0.01  # R@10 a corpus may lose and still count as held: about two questi
 DEFAULT = Setting(FusionParams(k=20, dense_weight=1.5, candidates=50), meaning=False)  # what shipped before this tuning
 
 
-def choose(results: dict[Setting, dict[str, list[list[int]]]], corpora: list[Corpus], subsets: dict[str, Sequence[int]]) -> Setting:
+def choose(
+    results: dict[Setting, dict[str, list[list[int]]]], corpora: list[Corpus], subsets: dict[str, Sequence[int]]
+) -> Setting:
     floor = {c.name: c.score(results[DEFAULT][c.name], subsets[c.name])[1] for c in corpora}
 
     def quality(setting: Setting) -> tuple[bool, float]:
@@ -139,7 +143,8 @@ def main() -> None:
     lines += ["", "On all questions:", "", "| setting | " + " | ".join(f"{c.name} R@5 / R@10 / MRR" for c in corpora) + " |",
               "|---|" + "---|" * len(corpora)]  # fmt: skip
     ranked = sorted(SETTINGS, key=lambda s: sum(sum(c.score(results[s][c.name], whole[c.name])) for c in corpora), reverse=True)
-    for name, setting in (("before (defaults)", DEFAULT), ("chosen", final), *((f"{n + 2}.", s) for n, s in enumerate(ranked[:6]))):
+    runners_up = [(f"{n + 2}.", s) for n, s in enumerate(ranked[:6])]
+    for name, setting in (("before (defaults)", DEFAULT), ("chosen", final), *runners_up):
         cells = [" / ".join(f"{x:.3f}" for x in c.score(results[setting][c.name], whole[c.name])) for c in corpora]
         lines.append(f"| {name}: {setting.label()} | " + " | ".join(cells) + " |")
     lines += ["", "Cross-validated R@10 (mean of the two held-out halves): "

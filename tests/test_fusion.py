@@ -73,5 +73,6 @@ def test_bm25_candidates_the_dense_list_missed_are_placed_in_it_by_their_own_cos
 
 
 def test_identifiers_the_code_tokenizer_splits_also_get_their_whole_form() -> None:
-    assert whole_identifiers("see OPS-94093, v5.31.272 and --dry-run in src/app/retry.py") == "ops94093 v531272 dryrun srcappretrypy"
+    found = whole_identifiers("see OPS-94093, v5.31.272 and --dry-run in src/app/retry.py")
+    assert found == "ops94093 v531272 dryrun srcappretrypy"
     assert whole_identifiers("retry_policy and RetryPolicy are kept whole by the tokenizer; plain words too") == ""

@@ -135,7 +135,9 @@ def test_a_captured_memory_and_its_turn_take_one_place_the_better_of_the_two() -
 
 
 def test_the_few_candidates_holding_an_identifier_the_query_names_come_first_even_under_the_floor() -> None:
-    look_alikes = {seq: memory(f"m{seq}").model_copy(update={"text": f"ticket OPS-9409{seq} is about quotas"}) for seq in range(1, 6)}
+    look_alikes = {
+        seq: memory(f"m{seq}").model_copy(update={"text": f"ticket OPS-9409{seq} is about quotas"}) for seq in range(1, 6)
+    }
     found = Candidates(dense=[Hit(seq, 0.8) for seq in (1, 2, 3, 4)], sparse=[Hit(5, 2.0), Hit(1, 1.0)])
     kept, below = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.5, exact_terms=["ops-94095"])
     assert kept[0].memory.id == "m5" and kept[0].sources.exact and not below  # only BM25 found it, under the floor, yet it leads
