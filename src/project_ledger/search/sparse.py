@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from project_ledger.text.text_signals import exact_terms
-
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_SEPARATORS = re.compile(r"[.\-/:#]")
+# A name with an inner separator, which the code tokenizer splits apart: OPS-94093, v5.31.272, --dry-run, a/b.py.
+_JOINED = re.compile(r"(?<![\w.\-/:#])(?:--?)?\w+(?:[.\-/:#]+\w+)+")
 _NOT_WORD = re.compile(r"\W|_")
 
 
@@ -20,7 +19,7 @@ def whole_identifiers(text: str) -> str:
     the common parts (`ops`, `dry`, `run`) that look-alikes share. A snake_case name gets the same joined
     term from the tokenizer itself, so `retry-policy` and `retry_policy` match each other.
     """
-    return " ".join(_NOT_WORD.sub("", term) for term in exact_terms(text) if _SEPARATORS.search(term.strip("-")))
+    return " ".join(dict.fromkeys(_NOT_WORD.sub("", token.lower()) for token in _JOINED.findall(text)))
 
 
 @dataclass(frozen=True)
