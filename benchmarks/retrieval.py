@@ -51,7 +51,7 @@ from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
-from project_ledger.text.text_signals import content_words, specifics
+from project_ledger.text.text_signals import content_words, exact_terms, specifics
 
 HERE = Path(__file__).parent
 CONVERSATION = HERE / "data" / "project_conversation.json"
@@ -191,6 +191,8 @@ class Pools:
     outdated: dict[int, str]
     wheres: list[SearchFilter]
     parent_seq: dict[int, int]  # captured memory -> its turn: recall shows the turn in the better place of the two
+    cosines: list[dict[int, float]]  # per question, every candidate's similarity to it, as `recall` computes for BM25-only ones
+    exact: list[list[str]]  # per question, the identifiers it names (`text_signals.exact_terms`)
 
     def collapse(self, seqs: Sequence[int]) -> list[int]:
         return list(dict.fromkeys(self.parent_seq.get(seq, seq) for seq in seqs))
@@ -198,8 +200,10 @@ class Pools:
 
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
     embedder = ledger.sync.embedder
-    candidates = [
-        ledger.sync.candidates(text, embedder.embed_query(text).tolist(), where, POOL) for text, where in zip(texts, wheres, strict=True)
+    vectors = [embedder.embed_query(text).tolist() for text in texts]
+    candidates = [ledger.sync.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
+    cosines = [
+        ledger.sync.cosines(v, sorted({hit.seq for hit in (*c.dense, *c.sparse)})) for v, c in zip(vectors, candidates, strict=True)
     ]
     seqs = sorted({hit.seq for c in candidates for hit in (*c.dense, *c.sparse)})
     memories = ledger.journal.get_by_seqs(seqs)
@@ -210,7 +214,8 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}
     captured = ledger.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
     parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
-    return Pools(candidates, lexical, memories, ledger.retrieval.outdated(memories), list(wheres), parent_seq)
+    exact = [exact_terms(text) for text in texts]
+    return Pools(candidates, lexical, memories, ledger.retrieval.outdated(memories), list(wheres), parent_seq, cosines, exact)
 
 
 def cut(candidates: Candidates, n: int) -> Candidates:
@@ -231,8 +236,9 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
         else:
             windowed = for_window(params, pool.wheres[i])
             kept, _ = rank(
-                cut(candidates, params.fusion.candidates), pool.memories, pool.lexical[i], windowed, now, floor=floor, outdated=pool.outdated
-            )
+                cut(candidates, params.fusion.candidates), pool.memories, pool.lexical[i], windowed, now, floor=floor,
+                outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i],
+            )  # fmt: skip
             found.append(pool.collapse([item.seq for item in kept])[:10])
     return found
 
@@ -290,8 +296,13 @@ def calibrate_floor(pool: Pools, questions: list[Question], unanswerable: Pools,
     for floor in [x / 100 for x in range(20, 62, 4)]:
         r10 = score(rankings(pool, everything, "full", params, floor), questions).r10
         empty = sum(
-            not rank(cut(c, params.fusion.candidates), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated)[0]
-            for c, lex in zip(unanswerable.candidates, unanswerable.lexical, strict=True)
+            not rank(
+                cut(c, params.fusion.candidates), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated,
+                cosines=cos, exact_terms=exact,
+            )[0]
+            for c, lex, cos, exact in zip(
+                unanswerable.candidates, unanswerable.lexical, unanswerable.cosines, unanswerable.exact, strict=True
+            )
         )
         lines.append(f"| {floor:.2f} | {r10:.3f} | {empty} of {len(unanswerable.candidates)} |")
         if base - r10 <= 0.02:

@@ -29,6 +29,11 @@ async def test_bad_arguments_get_errors_that_say_what_to_do(project: Project) ->
         for tool in ("pin", "unpin", "forget"):
             assert "no memory with id 'm-nope'" in await ledger.error(tool, id="m-nope")
         assert "Unknown tool: no_such_tool" in await ledger.error("no_such_tool")
+        for noise in ("?!...", "what is the", "-- // **"):
+            for tool in ("recall", "context"):
+                said = await ledger.error(tool, query=noise)
+                assert "nothing to search for" in said and "words that matter" in said, (tool, said)
+        assert (await ledger.call("recall", query="v2"))["mode"] == "hybrid"  # a short word is a query, not an error
 
         hits = await ledger.recall("outlive every bad call")
         assert [hit["id"] for hit in hits] == [kept]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from project_ledger.search.fusion import coverage, fuse, positions, relevance
+from project_ledger.search.fusion import coverage, fuse, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, Hit
-from project_ledger.search.sparse import SparseVec
+from project_ledger.search.sparse import SparseVec, whole_identifiers
 from project_ledger.search.tuning import FusionParams
 
 PARAMS = FusionParams(k=20, dense_weight=1.5, sparse_weight=1.0, candidates=50)
@@ -62,3 +62,17 @@ def test_coverage_is_the_share_of_query_terms_the_document_contains() -> None:
     assert coverage(query, SparseVec([1, 2, 3, 4, 5], [1.0] * 5)) == 1.0
     assert coverage(query, SparseVec([], [])) == 0.0
     assert coverage(SparseVec([], []), SparseVec([1], [1.0])) == 0.0  # a query of stopwords only
+
+
+def test_bm25_candidates_the_dense_list_missed_are_placed_in_it_by_their_own_cosine() -> None:
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.5)], sparse=[Hit(3, 8.0), Hit(2, 4.0), Hit(4, 2.0)])
+    placed = with_meaning(found, {3: 0.7, 2: 0.1})  # 2's engine score stands; 4 has no vector and stays out
+    assert placed.dense == [Hit(1, 0.9), Hit(3, 0.7), Hit(2, 0.5)]
+    assert placed.sparse == found.sparse
+    assert with_meaning(found, {}) is found
+
+
+def test_identifiers_the_code_tokenizer_splits_also_get_their_whole_form() -> None:
+    found = whole_identifiers("see OPS-94093, v5.31.272 and --dry-run in src/app/retry.py")
+    assert found == "ops94093 v531272 dryrun srcappretrypy"
+    assert whole_identifiers("retry_policy and RetryPolicy are kept whole by the tokenizer; plain words too") == ""

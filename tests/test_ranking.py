@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank
+from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank, rare_exact
 from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse
 from project_ledger.search.index import Candidates, Hit, SearchFilter
@@ -126,9 +126,27 @@ def test_a_turn_that_stated_a_since_superseded_decision_is_outdated() -> None:
 
 
 def test_a_captured_memory_and_its_turn_take_one_place_the_better_of_the_two() -> None:
-    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7), Hit(4, 0.6)], sparse=[])
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(4, 0.7), Hit(3, 0.6)], sparse=[])
     memories = {1: memory("c1", "decision"), 2: memory("m2"), 3: memory("t3", "turn"), 4: memory("c4", "todo")}
     kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
-    assert [item.memory.id for item in kept] == ["c1", "m2", "c4", "t3"]  # a turn weighs 0.95
+    assert [item.memory.id for item in kept] == ["c1", "m2", "c4", "t3"]
     collapsed = collapse_captured(kept, {"c1": "t3", "c4": "t9"})  # c4's turn did not rank: c4 keeps its place
     assert [item.memory.id for item in collapsed] == ["t3", "m2", "c4"]
+
+
+def test_the_few_candidates_holding_an_identifier_the_query_names_come_first_even_under_the_floor() -> None:
+    look_alikes = {
+        seq: memory(f"m{seq}").model_copy(update={"text": f"ticket OPS-9409{seq} is about quotas"}) for seq in range(1, 6)
+    }
+    found = Candidates(dense=[Hit(seq, 0.8) for seq in (1, 2, 3, 4)], sparse=[Hit(5, 2.0), Hit(1, 1.0)])
+    kept, below = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.5, exact_terms=["ops-94095"])
+    assert kept[0].memory.id == "m5" and kept[0].sources.exact and not below  # only BM25 found it, under the floor, yet it leads
+    plain, _ = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.0)
+    assert plain[0].memory.id != "m5"  # without the exact term, fusion puts the dense list's look-alikes first
+
+
+def test_an_identifier_many_candidates_hold_changes_no_order() -> None:
+    shared = {seq: memory(f"m{seq}").model_copy(update={"text": f"RetryPolicy.backoff_ms rule {seq}"}) for seq in range(1, 6)}
+    assert rare_exact(shared, set(shared), ["retrypolicy.backoff_ms"], 3) == set()
+    assert rare_exact(shared, set(shared), ["retrypolicy.backoff_ms"], 5) == set(shared)
+    assert rare_exact(shared, set(shared), ["retrypolicy.backoff"], 5) == set()  # a part of a name is not the name

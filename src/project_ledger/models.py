@@ -344,6 +344,9 @@ class ExplainedHit(Record):
     fused: float = Field(description="Weighted reciprocal-rank fusion of the two places, before boosts.")
     boosts: dict[str, float] = Field(description="Factors applied to the fused score: recency, access, kind, session, superseded.")
     score: float = Field(description="fused times every boost: the ranking order.")
+    exact: bool = Field(
+        default=False, description="Holds an identifier the query names that few candidates hold: ranked before the rest."
+    )
     fate: Fate
     collapsed_into: str | None = Field(default=None, description="For a captured memory whose turn took its place: the turn.")
 

@@ -217,7 +217,6 @@ class Inspector:
                     text(query, "q"),
                     whole(query, "budget", DEFAULT_CONTEXT_TOKENS, "token budget"),
                     session=text(query, "session"),
-                    record_access=False,
                 )
             )
         except LedgerError as exc:

@@ -2,7 +2,7 @@
 
 The search index hands back two candidate lists (by meaning and by BM25). They
 are fused with weighted reciprocal-rank fusion, then adjusted by what the
-index does not know: how old a memory is, how often it was handed out, its
+index does not know: how old a memory is, how often it was used (fetched by id or pinned), its
 kind, whether it comes from the caller's session, and whether it is outdated:
 superseded itself, or a turn that stated a decision that was later superseded
 (`outdated_turns`). The weights are in `search/tuning.py`.
@@ -23,9 +23,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse, positions, relevance
+from project_ledger.search.fusion import fuse, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
+from project_ledger.text.text_signals import mentions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,6 +45,7 @@ class Sources:
     coverage: float  # share of the query's terms it contains
     fused: float  # reciprocal-rank fusion of the two places, before boosts
     boosts: Mapping[str, float]  # factors the fused score was multiplied by, by name
+    exact: bool = False  # holds a rare identifier the query names: ranked before every other candidate
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,21 @@ def rank(
     session: str | None = None,
     floor: float | None = None,
     outdated: Mapping[int, str] | None = None,
+    cosines: Mapping[int, float] | None = None,
+    exact_terms: Sequence[str] = (),
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, below the floor), each best first.
 
     `memories` holds the live candidates (others are skipped), `lexical` their
-    query-term coverage, and `outdated` the turns `outdated_turns` found.
+    query-term coverage, `outdated` the turns `outdated_turns` found,
+    `cosines` the similarity to the query of candidates the dense list may lack
+    (see `fusion.with_meaning`), and `exact_terms` the identifiers the query
+    names (`text_signals.exact_terms`): the few candidates holding one come
+    first (see `rare_exact`).
     """
     outdated = outdated or {}
+    found = with_meaning(found, cosines or {})
+    exact = rare_exact(memories, {hit.seq for hit in (*found.dense, *found.sparse)}, exact_terms, params.exact_most)
     dense = {hit.seq: hit.score for hit in found.dense}
     bm25 = {hit.seq: hit.score for hit in found.sparse}
     dense_rank, bm25_rank = positions(found.dense), positions(found.sparse)
@@ -153,14 +163,32 @@ def rank(
                 coverage=lexical.get(hit.seq, 0.0),
                 fused=hit.score,
                 boosts=boosts,
+                exact=hit.seq in exact,
             ),
         )
-        (kept if item.relevance >= floor else dropped).append(item)
+        (kept if item.relevance >= floor or hit.seq in exact else dropped).append(item)
     return sorted(kept, key=_order), sorted(dropped, key=_order)
 
 
-def _order(item: Ranked) -> tuple[float, int]:
-    return -item.score, item.seq
+def rare_exact(memories: Mapping[int, Memory], candidates: set[int], terms: Sequence[str], most: int) -> set[int]:
+    """The candidates holding, as a whole token, an identifier the query names that at most `most` of them hold.
+
+    A ticket key, version or hash written verbatim in a handful of memories is the strongest evidence a query
+    can give, yet rank fusion flattens it: one exact BM25 hit gets one list's reciprocal rank while the dense
+    list's look-alikes collect both. These go first, whatever their fused score. A name held by many
+    candidates says little about which one is meant, and changes nothing. The BM25 list holds every memory
+    with the term when it is rare, so counting among the candidates counts the ledger.
+    """
+    chosen: set[int] = set()
+    for term in terms:
+        holding = {seq for seq in candidates if seq in memories and mentions(memories[seq].text, term)}
+        if len(holding) <= most:
+            chosen |= holding
+    return chosen
+
+
+def _order(item: Ranked) -> tuple[bool, float, int]:
+    return not item.sources.exact, -item.score, item.seq
 
 
 def collapse_captured(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:

@@ -3,7 +3,8 @@
 `LedgerService` answers `recall` and `explain_recall` with this class, and asks it for the ranked memories of
 a `context` pack. The ranking arithmetic itself is in `ranking` (pure); this class fetches what it needs: the
 query's embedding, both candidate lists, the memories, the turns a superseded decision outdated. The only
-thing it writes is the access stats of what a recall hands out.
+thing it writes is the access stats of memories fetched by id: a ranked search writes nothing, so asking
+questions never changes a later ranking.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
+from project_ledger.text.text_signals import exact_terms
 from project_ledger.text.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,7 @@ class Recall:
             return self._recall_ids(ids, expand, token_budget)
         if query is None:
             raise InvalidArgument("give a query to search for, or ids of memories to fetch")
-        query = self.validate.text(query, "query")
+        query = self.validate.query(query)
         self._check_k(k)
         self._check_budget(token_budget)
         where = self._where(
@@ -106,8 +108,6 @@ class Recall:
         if not kept and below:
             floor = self.params.floor if floor is None else floor
             notes.append(f"no relevant memory: {below} weaker matches fell under min_relevance={floor:g}; pass a lower one to see them")
-        kept_ids = {hit.id for hit in kept}
-        self.touch([r.seq for r in ranked if r.memory.id in kept_ids])
         return RecallResult(
             results=kept, tokens=self.tokens.count(render_results(kept)), mode=mode, below_floor=below, note="; ".join(notes) or None
         )
@@ -133,7 +133,7 @@ class Recall:
         It runs the same ranking as `recall` but records no access: looking must not change the next ranking.
         A token budget is not applied (it only cuts the tail of `results`).
         """
-        query = self.validate.text(query, "query")
+        query = self.validate.query(query)
         self._check_k(k)
         where = self._where(
             kinds=kinds, tags=tags, session=session, since=since, until=until, include_superseded=include_superseded
@@ -180,10 +180,14 @@ class Recall:
             hits.append(_hit(r.memory, changed, r))
         return hits
 
-    def touch(self, seqs: list[int]) -> None:
-        """Count these memories as handed out (access ranks later recalls)."""
+    def touch(self, ids: list[str]) -> None:
+        """Count these memories as used (access ranks later recalls).
+
+        Only explicit use counts: a fetch by id (with what it expands to) or a pin. Being handed out in a
+        ranked result does not, or the memories returned most would be returned more, for any question.
+        """
         try:
-            self.journal.touch(seqs)
+            self.journal.touch(ids)
         except StorageError as exc:  # access stats are not worth failing a read for
             log.warning("access stats not recorded: %s", exc)
 
@@ -234,8 +238,13 @@ class Recall:
         found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
         memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
+        on_words_only = sorted({hit.seq for hit in found.sparse} - {hit.seq for hit in found.dense} & memories.keys())
+        cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()
-        kept, below = rank(found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories))
+        kept, below = rank(
+            found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
+            exact_terms=exact_terms(query),
+        )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 
     def _captured_parents(self, ranked: list[Ranked]) -> dict[str, str]:
@@ -251,6 +260,7 @@ class Recall:
         if not hits:
             raise InvalidArgument(f"no live memory has these ids: {', '.join(missing)}; they are unknown or were forgotten")
         kept, left_out, why = self._fit(self._expand(hits) if expand else hits, token_budget)
+        self.touch([hit.id for hit in kept])
         notes = [f"not found or forgotten: {', '.join(missing)}"] if missing else []
         if left_out:
             notes.append(f"left out to fit {why}: {', '.join(left_out)}")
@@ -383,6 +393,7 @@ def _explained(ranked: Ranked, fate: Fate, collapsed_into: str | None = None) ->
         fused=sources.fused,
         boosts=dict(sources.boosts),
         score=ranked.score,
+        exact=sources.exact,
         fate=fate,
         collapsed_into=collapsed_into,
     )

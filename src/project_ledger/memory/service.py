@@ -197,8 +197,8 @@ class LedgerService:
         elif kind != "turn" and supersedes is None:
             duplicate = self._near_duplicate(text, kind)
             if duplicate is not None:
-                seq, twin, overlap = duplicate
-                self.journal.touch([seq])
+                _, twin, overlap = duplicate
+                self.journal.touch([twin.id])
                 if pinned and not twin.pinned:
                     self.pin(twin.id)
                 return RememberResult(
@@ -280,6 +280,7 @@ class LedgerService:
 
     def pin(self, memory_id: str) -> Ack:
         self.journal.set_pinned(memory_id, True)
+        self.retrieval.touch([memory_id])  # pinning is use, as a fetch by id is
         self.sync.kick()
         return Ack(id=memory_id, ok=True)
 
@@ -372,12 +373,10 @@ class LedgerService:
 
     # -- context packs -----------------------------------------------------------
 
-    def context(
-        self, query: str | None = None, token_budget: int = 4000, *, session: str | None = None, record_access: bool = True
-    ) -> ContextResult:
+    def context(self, query: str | None = None, token_budget: int = 4000, *, session: str | None = None) -> ContextResult:
         """One block within `token_budget`: project context, pins, then (for a query) the memories and code
-        it needs, then the session's latest turns. A preview (`record_access=False`) leaves access stats,
-        which rank later recalls, as they were."""
+        it needs, then the session's latest turns. Being put in a pack is not use: access stats stay as they
+        were (see `Recall.touch`)."""
         if not MIN_CONTEXT_TOKENS <= token_budget <= self.limits.max_result_tokens:
             raise InvalidArgument(
                 f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {self.limits.max_result_tokens} "
@@ -393,12 +392,10 @@ class LedgerService:
         memories: list[RecallHit] = []
         symbols: list[CodeHit] = []
         if query is not None:
-            query = self.validate.text(query, "query")
+            query = self.validate.query(query)
             ranked, _, mode, _ = self.retrieval.retrieve(query, SearchFilter(), k=CONTEXT_MEMORIES + len(shown), session=session)
             ranked = [r for r in ranked if r.memory.id not in shown][:CONTEXT_MEMORIES]
             memories = self.retrieval.hits(ranked)
-            if record_access:
-                self.retrieval.touch([r.seq for r in ranked])
             if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
                 found = self.code.search_code(query, CONTEXT_SYMBOLS).results
                 symbols = [hit for hit in found if hit.relevance >= self.retrieval.params.floor]

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from project_ledger.errors import InvalidArgument
 from project_ledger.models import KINDS
+from project_ledger.text.text_signals import searchable_words
 
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -48,6 +49,17 @@ class Validator:
                 "Store the essential part, or split it into several memories."
             )
         return text
+
+    def query(self, query: str) -> str:
+        """A search query: a text (see `text`) with at least one word that could match something."""
+        query = self.text(query, "query")
+        if not searchable_words(query):
+            raise InvalidArgument(
+                f"query {query[:80]!r} has nothing to search for: it is only punctuation or common words like "
+                "'the' and 'what'. Ask with the words that matter: a name, identifier, topic or phrase from the "
+                "memory you want (e.g. 'webhook retry backoff', 'OPS-4127')."
+            )
+        return query
 
     @staticmethod
     def kind(kind: str) -> str:

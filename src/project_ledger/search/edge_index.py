@@ -74,7 +74,9 @@ class EdgeIndex:
     def _open(self) -> None:
         if not self._state.load():
             if any(self._slot.glob("shard*")):
-                self.events.append(f"index state in {self.location} unreadable or for another model: rebuilt from the journal")
+                self.events.append(
+                    f"index state in {self.location} unreadable, for another model or an older index format: rebuilt from the journal"
+                )
             self._create(epoch=0)
             return
         shard_dir = self._slot / self._state.shard

@@ -6,6 +6,8 @@ the per-list scores stay available to callers (the recall debugger shows them). 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from project_ledger.search.index import Candidates, Hit
 from project_ledger.search.sparse import SparseVec
 from project_ledger.search.tuning import FusionParams
@@ -19,6 +21,18 @@ def _ordered(hits: list[Hit]) -> list[Hit]:
 def positions(hits: list[Hit]) -> dict[int, int]:
     """Each point's rank in one candidate list, counted from 0, as `fuse` counts it."""
     return {hit.seq: rank for rank, hit in enumerate(_ordered(hits))}
+
+
+def with_meaning(candidates: Candidates, cosines: Mapping[int, float]) -> Candidates:
+    """The BM25 candidates the dense list missed, placed in it by their cosine similarity (from `cosines`).
+
+    The dense list only holds the nearest few. A memory BM25 found on its words alone would otherwise have no
+    dense rank at all, so a look-alike the dense list happened to hold outranks it on meaning it was never
+    compared on. With its own cosine, every candidate is ranked on both words and meaning.
+    """
+    have = {hit.seq for hit in candidates.dense}
+    extra = [Hit(hit.seq, cosines[hit.seq]) for hit in candidates.sparse if hit.seq not in have and hit.seq in cosines]
+    return Candidates(dense=_ordered([*candidates.dense, *extra]), sparse=candidates.sparse) if extra else candidates
 
 
 def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:

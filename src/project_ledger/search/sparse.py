@@ -6,6 +6,20 @@ import re
 from dataclasses import dataclass
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# A name with an inner separator, which the code tokenizer splits apart: OPS-94093, v5.31.272, --dry-run, a/b.py.
+_JOINED = re.compile(r"(?<![\w.\-/:#])(?:--?)?\w+(?:[.\-/:#]+\w+)+")
+_NOT_WORD = re.compile(r"\W|_")
+
+
+def whole_identifiers(text: str) -> str:
+    """The identifiers of `text` that the code tokenizer would only split (`OPS-94093`, `v5.31.272`,
+    `--dry-run`, `billing.retry.v3`), each joined into one word (`ops94093`), space-separated.
+
+    Indexed beside their parts, they give an exact name a term of its own: its rare whole form outweighs
+    the common parts (`ops`, `dry`, `run`) that look-alikes share. A snake_case name gets the same joined
+    term from the tokenizer itself, so `retry-policy` and `retry_policy` match each other.
+    """
+    return " ".join(dict.fromkeys(_NOT_WORD.sub("", token.lower()) for token in _JOINED.findall(text)))
 
 
 @dataclass(frozen=True)
@@ -19,7 +33,8 @@ class SparseEncoder:
 
     The `Code` tokenizer keeps an identifier whole and also splits it
     (`RetryPolicy` -> retrypolicy, retry, policy), so exact names and their
-    words both match. Text with CJK characters also gets the multilingual
+    words both match; names it would only split get their whole form added
+    (`whole_identifiers`). Text with CJK characters also gets the multilingual
     tokenizer's segmentation, which the code tokenizer lacks.
     """
 
@@ -30,6 +45,8 @@ class SparseEncoder:
         self._multilingual = Bm25(Bm25Config(tokenizer=TokenizerType.Multilingual))
 
     def _encode(self, text: str, method: str) -> SparseVec:
+        if whole := whole_identifiers(text):
+            text = f"{text}\n{whole}"
         vector = getattr(self._code, method)(text)
         indices, values = list(vector.indices), list(vector.values)
         if _CJK.search(text):

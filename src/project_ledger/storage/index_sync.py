@@ -223,6 +223,22 @@ class IndexSync:
                 "when it answers again"
             ) from exc
 
+    def cosines(self, query: list[float], seqs: list[int]) -> dict[int, float]:
+        """The cosine similarity of `query` (a dense vector) to each of these memories' stored vectors; memories
+        without a vector for the current model are left out."""
+        import numpy as np  # kept off the import path of `serve`: the handshake does not need it
+
+        blobs = self._journal.vectors(seqs, self.embedder.identity)
+        if not blobs:
+            return {}
+        wanted = np.asarray(query, dtype=np.float32)
+        wanted /= np.linalg.norm(wanted) or 1.0
+        found = {}
+        for seq, blob in blobs.items():
+            vector = np.frombuffer(blob, dtype=np.float32)
+            found[seq] = float(np.dot(vector, wanted) / (np.linalg.norm(vector) or 1.0))
+        return found
+
     def coverage(self, query: str, texts: dict[int, str]) -> dict[int, float]:
         """How much of the query's terms each text contains (see `fusion.coverage`)."""
         self.index()

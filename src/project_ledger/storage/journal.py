@@ -452,15 +452,16 @@ class Journal:
             self._wal_needs_purge = bool(busy)
             return not busy
 
-    def touch(self, seqs: Sequence[int]) -> None:
-        """Record that these memories were handed to a caller (access stats do not change the index)."""
-        if not seqs:
+    def touch(self, ids: Sequence[str]) -> None:
+        """Record that these memories were used: fetched by id, pinned, or stored again (access stats do not
+        change the index)."""
+        if not ids:
             return
-        marks = ",".join("?" * len(seqs))
+        marks = ",".join("?" * len(ids))
         with self._write() as db:
             db.execute(
-                f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE seq IN ({marks})",
-                (utc_now(), *seqs),
+                f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({marks})",
+                (utc_now(), *ids),
             )
 
     def get(self, memory_id: str) -> Memory:

@@ -23,12 +23,28 @@ _STOPWORDS = frozenset(
 )
 
 
+# Words that carry no topic in a search query, on top of `_STOPWORDS` (short ones are kept there: "go", "ui" and
+# "v2" are words of a query, so content_words' length cut does not apply to queries).
+_QUERY_FILLER = _STOPWORDS | frozenset(
+    "i me my mine he him his she her hers them there here how why where whom whose any all some each about again "
+    "also just only very too not no yes please tell show find give get know "
+    "am being up out over under more most other such same own s t".split()
+)
+_ANY_WORD = re.compile(r"[^\W_]+")  # letters or digits of any script (CJK included)
+
+
+def searchable_words(text: str) -> list[str]:
+    """The words of a query that could match something: letters or digits, filler words left out."""
+    return [word for word in _ANY_WORD.findall(text.lower()) if word not in _QUERY_FILLER]
+
+
 def specifics(text: str) -> frozenset[str]:
-    """Numbers, identifiers and negation words: what must agree for two texts to say the same thing."""
+    """Numbers, identifiers (flags, paths and keys too) and negation words: what must agree for two texts to say
+    the same thing."""
     lowered = text.lower()
     negations = {word for word in _WORD.findall(lowered) if word in _NEGATIONS}
     numbers = {number.lower() for number in _NUMBER.findall(text)}
-    return frozenset({*numbers, *identifier_candidates(text), *negations})
+    return frozenset({*numbers, *identifier_candidates(text), *exact_terms(text), *negations})
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -48,3 +64,27 @@ def identifier_candidates(text: str) -> list[str]:
             if core not in found:
                 found.append(core)
     return found[:MAX_IDENTIFIER_CANDIDATES]
+
+
+# A token as written in code, tickets and logs: word characters joined by . - / : # (OPS-94093, v5.31.272,
+# billing.retry.v3, src/app/retry.py, --dry-run), with a leading -- or - kept for flags.
+_TOKEN = re.compile(r"(?<![\w.\-/:#])(?:--?)?\w+(?:[.\-/:#]+\w+)*")
+_SHAPED = re.compile(r"\d|_|[.\-/:#]|[a-z][A-Z]|^-")
+
+
+def exact_terms(query: str) -> list[str]:
+    """The tokens of a query that name one thing exactly: a ticket key, version, hex id, error code, hash, path,
+    flag, or a snake_case, camelCase or dotted name. A token counts when it holds a digit, an underscore, an
+    inner separator or a camel hump; plain words never do. Lowercased, in order, without repeats."""
+    found: list[str] = []
+    for match in _TOKEN.finditer(query):
+        token = match.group(0)
+        if len(token) >= 3 and _SHAPED.search(token) and token.lower() not in found:
+            found.append(token.lower())
+    return found
+
+
+def mentions(text: str, term: str) -> bool:
+    """Whether `text` holds `term` (from `exact_terms`) as a whole token, ignoring case: `OPS-94093` is not in
+    `OPS-940931`, nor `v5.31.27` in `v5.31.272`; a full stop after it does not count as part of it."""
+    return re.search(rf"(?<![\w.\-/:#]){re.escape(term)}(?![\w]|[.\-/:#]\w)", text, re.IGNORECASE) is not None

@@ -1,0 +1,111 @@
+"""What recall promises whatever the corpus: asking questions never changes a later ranking, and a memory holding
+an identifier the query names exactly ranks first among look-alikes (both over stdio, through `project-ledger
+serve`); an index from before whole identifiers were indexed is rebuilt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import Project, connect, serve
+
+pytestmark = pytest.mark.anyio
+
+TOPICAL = [
+    "Deploys go out through the Helm chart in deploy/chart; staging first, then production.",
+    "A deploy to production needs a green staging run from the same commit.",
+    "Rollback of a bad deploy is helm rollback to the previous release, never a hotfix on top.",
+    "The deploy pipeline posts its status to the #releases channel.",
+]
+OTHERS = [
+    "All money amounts are stored as integer cents, never floats.",
+    "User sessions live in Redis with a 30 minute idle timeout.",
+    "Webhook deliveries retry with exponential backoff starting at 250 ms.",
+    "Invoices are numbered per tenant, without gaps, by a database sequence.",
+    "The public API is versioned in the URL path, /v1 and /v2 side by side.",
+    "Background jobs run on a Postgres-backed queue, not on a separate broker.",
+    "Tax rates come from a table keyed by country and date, never hard-coded.",
+    "Logs are JSON lines with a request id on every line.",
+]
+UNRELATED_QUESTIONS = [
+    "how are money amounts stored",
+    "where do sessions live",
+    "what happens when a webhook fails",
+    "how are invoices numbered",
+    "how is the API versioned",
+    "what runs background jobs",
+]
+
+
+async def test_asking_questions_changes_no_later_ranking_only_explicit_use_counts(project: Project) -> None:
+    async with serve(project) as ledger:
+        ids = [await ledger.remember(text, kind="note") for text in TOPICAL + OTHERS]
+        await ledger.settled()
+
+        async def ranking() -> list[tuple[str, float]]:
+            return [(hit["id"], hit["score"]) for hit in await ledger.recall("how do we deploy to production", k=5)]
+
+        async def access(memory_id: str) -> int:
+            return (await ledger.call("history", id=memory_id))["chain"][-1]["access_count"]
+
+        before = await ranking()
+        assert {memory_id for memory_id, _ in before[:3]} <= set(ids[: len(TOPICAL)])
+        for n in range(300):
+            await ledger.recall(UNRELATED_QUESTIONS[n % len(UNRELATED_QUESTIONS)], k=5)
+        await ledger.call("context", query="what runs background jobs", token_budget=2000)
+        after = await ranking()
+        assert [memory_id for memory_id, _ in after] == [memory_id for memory_id, _ in before]  # same memories, same order
+        # The same scores, but for the recency decay of the seconds the recalls took (an access boost is 2% or more).
+        assert [score for _, score in after] == pytest.approx([score for _, score in before], rel=1e-4)
+        assert [await access(memory_id) for memory_id in ids] == [0] * len(ids)
+
+        # Explicit use counts: a fetch by id and a pin.
+        await ledger.call("recall", ids=[ids[-1]])
+        await ledger.call("pin", id=ids[-2])
+        assert (await access(ids[-1]), await access(ids[-2]), await access(ids[-3])) == (1, 1, 0)
+
+
+LOOK_ALIKE_SHAPES = [
+    "OPS-9409{n}", "v5.31.27{n}", "0x9f3a2c1{n}", "ERR_QUOTA_412{n}", "quota_retry_window_{n}", "fetchQuotaLimit{n}",
+    "billing.retry.quota.v{n}", "MAX_RETRY_LIMIT_{n}", "--quota-retry-{n}", "src/billing/retry_handler{n}.py",
+]  # fmt: skip
+LOOK_ALIKE_SENTENCES = [
+    "The {id} setting was raised after the incident on the billing workers.",
+    "We traced the failed nightly export to {id} and rolled the change back.",
+    "Keep {id} as it is: the retry queue depends on it for tenant refunds.",
+]
+
+
+async def test_the_memory_holding_an_identifier_comes_first_among_look_alikes(project: Project) -> None:
+    async with serve(project) as ledger:
+        id_of = {}
+        for shape in LOOK_ALIKE_SHAPES:
+            for n in range(10):
+                identifier = shape.format(n=n)
+                text = LOOK_ALIKE_SENTENCES[n % len(LOOK_ALIKE_SENTENCES)].format(id=identifier)
+                id_of[identifier] = await ledger.remember(text, kind="note")
+        assert len(set(id_of.values())) == len(id_of)  # no look-alike was taken for a duplicate of another
+        await ledger.settled()
+        for shape in LOOK_ALIKE_SHAPES:
+            identifier = shape.format(n=7)
+            for query in (identifier, f"why did {identifier} come up during the incident?"):
+                hits = await ledger.recall(query, k=3)
+                assert hits and hits[0]["id"] == id_of[identifier], (query, [hit["text"] for hit in hits])
+
+
+async def test_an_index_built_by_an_older_format_is_rebuilt_and_then_finds_whole_identifiers(project: Project) -> None:
+    async with connect(project) as ledger:
+        flagged = await ledger.remember("Nightly exports run with --retry-export-window set to six hours.", kind="note")
+        for n in range(20):
+            await ledger.remember(f"Note {n}: the export retry window is tuned per tenant.", kind="note")
+        await ledger.settled()
+    states = list(project.data_dir.rglob("state.json"))
+    assert states
+    for state in states:  # as an index written before whole identifiers were indexed
+        state.write_text(state.read_text().replace('"format": 2', '"format": 1'))
+    async with connect(project) as ledger:
+        await ledger.settled()
+        hits = await ledger.recall("--retry-export-window", k=1)
+        assert [hit["id"] for hit in hits] == [flagged]
+        assert "older index format: rebuilt" in json.dumps(await ledger.call("status"))
