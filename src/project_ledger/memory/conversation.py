@@ -346,7 +346,7 @@ class Conversation:
             budget -= self.ledger.tokens.count(lead)
         if budget < 100:  # the pack's smallest budget; the gist alone fills what there is
             return Outcome(context=lead.strip() or None)
-        pack = self.ledger.context(None, token_budget=budget, record_access=False)
+        pack = self.ledger.context(None, token_budget=budget)
         return Outcome(context=(lead + pack.text).strip() or None)
 
     def prompt(self, event: HookEvent) -> Outcome:
@@ -368,7 +368,6 @@ class Conversation:
         chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
         outcome.context = render_injection(chosen, self.params.inject_tokens, estimate_tokens)
         outcome.injected = [hit.id for hit in chosen if outcome.context and hit.id in outcome.context]
-        retrieval.touch([r.seq for r in ranked if r.memory.id in outcome.injected])  # handed out, as a recall's are
         return outcome
 
     def record(self, session: str, transcript: Path, roles: Sequence[str], *, import_dates: bool = False) -> int:
