@@ -154,10 +154,10 @@ class LedgerTools:
         text: Annotated[str, Field(description="What to keep, verbatim: a decision, definition, constraint, todo...")],
         kind: Kind = "note",
         tags: list[str] = [],  # noqa: B006 - the schema default the clients see; never mutated
-        session: str | None = None,
+        session: Annotated[str | None, Field(description="Any stable id for this conversation, the same on each of its turns.")] = None,
         role: Annotated[str | None, Field(description="Who said it, for turns: user or assistant.")] = None,
-        files: list[str] = [],  # noqa: B006
-        symbols: list[str] = [],  # noqa: B006
+        files: Annotated[list[str], Field(description="Files it is about, from the project root: edits to them mark it stale.")] = [],  # noqa: B006
+        symbols: Annotated[list[str], Field(description="Symbols it is about (qualified names), as for files.")] = [],  # noqa: B006
         pinned: Annotated[bool, Field(description="Show it at the start of every session.")] = False,
         supersedes: Annotated[str | None, Field(description="Id of a memory this one replaces.")] = None,
     ) -> Annotated[CallToolResult, RememberResult]:
@@ -206,8 +206,9 @@ class LedgerTools:
         expand: Annotated[bool, Field(description="Follow each gist or captured memory to the memories it cites.")] = False,
         ids: Annotated[list[str] | None, Field(description="Fetch these memories instead of searching (no query).")] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
-        """Search the project's memories (hybrid: meaning plus exact words), or fetch them by id. Best matches
-        first; nothing under the relevance floor. Stale results say which code changed since they were stored."""
+        """Search the project's memories (hybrid: meaning plus exact words) with a query, or fetch them by ids: one
+        of the two is required, and the filters narrow either. Best matches first; nothing under the relevance
+        floor. Stale results say which code changed since they were stored."""
         result = await self._call(lambda ledger: ledger.recall(
             query, k=k, kinds=list(kinds) if kinds else None, tags=tags, session=session, since=since, until=until,
             include_superseded=include_superseded, token_budget=token_budget, current_session=current_session,
