@@ -49,7 +49,8 @@ class EdgeIndex:
         self.location = str(slot)
         self._slot = slot
         self._state = IndexState(slot / "state.json", embedder_identity)
-        self._persisted_at = 0.0
+        # As if flushed at open: a short-lived process (a CLI command, a hook) then flushes once, when it closes.
+        self._persisted_at = time.monotonic()
         self._shard: Any = None
         slot.mkdir(parents=True, exist_ok=True)
         self._open()
