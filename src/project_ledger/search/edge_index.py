@@ -49,8 +49,10 @@ class EdgeIndex:
         self.location = str(slot)
         self._slot = slot
         self._state = IndexState(slot / "state.json", embedder_identity)
-        # As if flushed at open: a short-lived process (a CLI command, a hook) then flushes once, when it closes.
+        # As if flushed at open: a short-lived process (a CLI command, a hook) then flushes once, when it closes,
+        # and not at all if it wrote nothing (a flush costs a sync to disk even then).
         self._persisted_at = time.monotonic()
+        self._unsaved = False  # shard writes or a watermark since the last flush
         self._shard: Any = None
         slot.mkdir(parents=True, exist_ok=True)
         self._open()
@@ -112,6 +114,7 @@ class EdgeIndex:
         }
         for field_name, kind in self._payload.items():
             self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
+        self._unsaved = True
         self._state.epoch, self._state.watermark, self._state.shard, self._state.optimized = epoch, 0, name, 0
         self._state.save()
         self._remove_leftovers()
@@ -144,6 +147,7 @@ class EdgeIndex:
         flushes the shard before it writes the state file.
         """
         self._state.watermark = rev
+        self._unsaved = True
         if time.monotonic() - self._persisted_at >= PERSIST_SECONDS:
             self._persist()
 
@@ -152,6 +156,7 @@ class EdgeIndex:
         self._shard.flush()
         self._state.save()
         self._persisted_at = time.monotonic()
+        self._unsaved = False
 
     def _require_space(self) -> None:
         free = shutil.disk_usage(self._slot).free
@@ -172,11 +177,13 @@ class EdgeIndex:
         if points:
             self._require_space()
             self._shard.update(q.UpdateOperation.upsert_points(points))
+            self._unsaved = True
 
     def delete(self, seqs: Sequence[int]) -> None:
         if seqs:
             self._require_space()
             self._shard.update(self._q.UpdateOperation.delete_points(list(seqs)))
+            self._unsaved = True
 
     def _filter(self, where: Sequence[Match]) -> Any:
         q = self._q
@@ -274,7 +281,8 @@ class EdgeIndex:
     def close(self) -> None:
         try:
             try:
-                self._persist()
+                if self._unsaved:
+                    self._persist()
                 self._shard.close()
             except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there
                 pass
