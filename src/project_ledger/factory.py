@@ -6,7 +6,7 @@ import os
 import secrets
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.search import CODE_PAYLOAD, CodeSearch
@@ -15,7 +15,6 @@ from project_ledger.code.store import CodeStore
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
 from project_ledger.maintenance.access import AccessService
-from project_ledger.maintenance.migration import Openers
 from project_ledger.maintenance.service import MaintenanceService, Services
 from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
@@ -27,6 +26,9 @@ from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from project_ledger.maintenance.migration import Openers
 
 PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
 LOCAL_TOKEN_FILE = "http_token"
@@ -282,6 +284,8 @@ def drop_server_collections(settings: Settings, cwd: Path) -> dict[str, bool]:
 
 def migration_openers(cwd: Path) -> Openers:
     """What a migration opens, wired here so that `migration` builds nothing itself."""
+    from project_ledger.maintenance.migration import Openers
+
     return Openers(
         services=lambda settings: open_services(settings, cwd),
         rebuilding=lambda settings: open_services(settings, cwd, rebuild=True),

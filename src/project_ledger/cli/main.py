@@ -18,17 +18,10 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.access import NO_AUTH_HELP, audit, audit_local, server_access, tokens
-from project_ledger.cli.hooks import hook_group
-from project_ledger.cli.inspect import inspect_command
-from project_ledger.cli.memories import forget, history, pin, unpin
-from project_ledger.cli.migrate import migrate
+from project_ledger.cli.access import NO_AUTH_HELP, audit_local, server_access
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
-from project_ledger.cli.setup import config_command, init
-from project_ledger.cli.transcripts import import_transcripts
 from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options, serve_project_options
 from project_ledger.config import Settings, comma_list
-from project_ledger.memory.recall import render_results
 from project_ledger.text.wording import plural
 
 EXAMPLES = """
@@ -55,7 +48,24 @@ TTY_NOTICE = (
 )
 
 
-@click.group(cls=LedgerGroup, epilog=EXAMPLES)
+# The commands kept in other modules, imported only when run (or listed by --help).
+ELSEWHERE = {
+    "init": "project_ledger.cli.setup:init",
+    "config": "project_ledger.cli.setup:config_command",
+    "history": "project_ledger.cli.memories:history",
+    "pin": "project_ledger.cli.memories:pin",
+    "unpin": "project_ledger.cli.memories:unpin",
+    "forget": "project_ledger.cli.memories:forget",
+    "migrate": "project_ledger.cli.migrate:migrate",
+    "inspect": "project_ledger.cli.inspect:inspect_command",
+    "tokens": "project_ledger.cli.access:tokens",
+    "audit": "project_ledger.cli.access:audit",
+    "hook": "project_ledger.cli.hooks:hook_group",
+    "import-transcripts": "project_ledger.cli.transcripts:import_transcripts",
+}
+
+
+@click.group(cls=LedgerGroup, lazy=ELSEWHERE, epilog=EXAMPLES)
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 @click.option("--debug", is_flag=True, help="Show the full traceback of an unexpected error (and debug logging).")
 @click.version_option(package_name="project-ledger")
@@ -177,6 +187,8 @@ def recall(
     Example:
       project-ledger recall "how do retries back off?" -k 3
     """
+    from project_ledger.memory.recall import render_results
+
     with opened(settings, index=True, model=True) as ledger:
         result = ledger.recall(
             query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since, until=until, min_relevance=min_relevance
@@ -470,15 +482,3 @@ def symbols(settings: Settings, name: str, kind: str | None, language: str | Non
     shown = f"{len(result.symbols)} of {result.total}" if result.truncated else str(len(result.symbols))
     click.echo(f"({shown} by {result.matched_by}{'; --limit shows more' if result.truncated else ''})", err=True)
     click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))
-
-
-main.add_command(init)
-main.add_command(config_command)
-for command in (history, pin, unpin, forget):
-    main.add_command(command)
-main.add_command(migrate)
-main.add_command(inspect_command)
-main.add_command(tokens)
-main.add_command(audit)
-main.add_command(hook_group)
-main.add_command(import_transcripts)

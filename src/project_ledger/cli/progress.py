@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
-from project_ledger.maintenance.service import Report
-
 if TYPE_CHECKING:
     from rich.progress import TaskID
+
+    from project_ledger.maintenance.service import Report
 
 
 @contextmanager

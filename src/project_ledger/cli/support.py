@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import ValidationError
 
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
-from project_ledger.maintenance.service import Services
-from project_ledger.memory.service import LedgerService
+
+if TYPE_CHECKING:  # the services (and what they import) load when a command opens them, not with the CLI
+    from project_ledger.maintenance.service import Services
+    from project_ledger.memory.service import LedgerService
 
 F = TypeVar("F", bound=Callable[..., Any])
 CLOSED_PIPE_STATUS = 141  # 128 + SIGPIPE (13 on Linux and macOS; Windows has no signal to name it)
@@ -27,7 +30,23 @@ class LedgerGroup(click.Group):
 
     A reader that went away (`project-ledger status | head -1`) ends the command quietly, with the status a Unix
     tool killed by SIGPIPE has.
+
+    Commands kept in other modules are named in `lazy` (name -> "module:attribute") and imported when
+    called or listed, so that each command loads only its own module and what that imports.
     """
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module, attribute = self.lazy.pop(cmd_name).split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -8,12 +8,10 @@ that threads would serialise on the GIL; small ones in the calling thread.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -180,6 +178,9 @@ class CodeIndexer:
                 summary.skipped.add(result[1].split(" (")[0], result[0])
 
     def _pooled(self, items: list[tuple[str, str, int, int]]) -> Iterator[ParsedFile | tuple[str, str]]:
+        import multiprocessing  # only a scan of many files parses in worker processes
+        from concurrent.futures import ProcessPoolExecutor
+
         chunks = [items[i : i + CHUNK_FILES] for i in range(0, len(items), CHUNK_FILES)]
         context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
         pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)

@@ -17,7 +17,6 @@ from typing import Literal
 from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.languages import BY_NAME
 from project_ledger.code.links import project_path
-from project_ledger.code.repo_map import MapDefinition, MapUse, build_repo_map
 from project_ledger.code.search import CodeSearch
 from project_ledger.code.store import CodeStore, StoredSymbol, like_escape, under
 from project_ledger.code.symbols import KINDS
@@ -268,6 +267,8 @@ class CodeService:
         key = (self.store.tree_rev(), token_budget, tuple(sorted(files)), tuple(sorted(names)))
         if self._map_cache is not None and self._map_cache[0] == key:
             return self._map_cache[1]
+        from project_ledger.code.repo_map import MapDefinition, MapUse, build_repo_map
+
         definitions, uses = self.store.graph_rows()
         result = build_repo_map(
             [MapDefinition(*row) for row in definitions],

@@ -9,15 +9,18 @@ that keeps the walk inside the root and immune to loops.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from project_ledger.code.languages import LanguageSpec, language_for
+
+if TYPE_CHECKING:
+    import pathspec
 
 # Tools' own folders: never source, not worth reporting.
 TOOL_DIRS = frozenset(
@@ -64,15 +67,21 @@ class IgnoreRules:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._specs: dict[str, list[pathspec.PathSpec]] = {}
-        base: list[str] = []
-        exclude = root / ".git" / "info" / "exclude"
-        if exclude.is_file():
-            base = _lines(exclude)
-        self._base = pathspec.GitIgnoreSpec.from_lines(base)
+
+    @functools.cached_property
+    def _base(self) -> pathspec.PathSpec:
+        """`.git/info/exclude`, read when the first path is judged: pathspec costs about 10 ms to import, and
+        only a walk of the tree needs it, not every command that opens the code index."""
+        import pathspec
+
+        exclude = self.root / ".git" / "info" / "exclude"
+        return pathspec.GitIgnoreSpec.from_lines(_lines(exclude) if exclude.is_file() else [])
 
     def _dir_specs(self, rel_dir: str) -> list[pathspec.PathSpec]:
         specs = self._specs.get(rel_dir)
         if specs is None:
+            import pathspec
+
             directory = self.root / rel_dir if rel_dir else self.root
             specs = [pathspec.GitIgnoreSpec.from_lines(_lines(directory / name)) for name in IGNORE_FILES if (directory / name).is_file()]
             self._specs[rel_dir] = specs

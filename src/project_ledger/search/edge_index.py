@@ -49,7 +49,10 @@ class EdgeIndex:
         self.location = str(slot)
         self._slot = slot
         self._state = IndexState(slot / "state.json", embedder_identity)
-        self._persisted_at = 0.0
+        # As if flushed at open: a short-lived process (a CLI command, a hook) then flushes once, when it closes,
+        # and not at all if it wrote nothing (a flush costs a sync to disk even then).
+        self._persisted_at = time.monotonic()
+        self._unsaved = False  # shard writes or a watermark since the last flush
         self._shard: Any = None
         slot.mkdir(parents=True, exist_ok=True)
         self._open()
@@ -113,6 +116,7 @@ class EdgeIndex:
         }
         for field_name, kind in self._payload.items():
             self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
+        self._unsaved = True
         self._state.epoch, self._state.watermark, self._state.shard, self._state.optimized = epoch, 0, name, 0
         self._state.save()
         self._remove_leftovers()
@@ -145,6 +149,7 @@ class EdgeIndex:
         flushes the shard before it writes the state file.
         """
         self._state.watermark = rev
+        self._unsaved = True
         if time.monotonic() - self._persisted_at >= PERSIST_SECONDS:
             self._persist()
 
@@ -153,6 +158,7 @@ class EdgeIndex:
         self._shard.flush()
         self._state.save()
         self._persisted_at = time.monotonic()
+        self._unsaved = False
 
     def _require_space(self) -> None:
         free = shutil.disk_usage(self._slot).free
@@ -173,11 +179,13 @@ class EdgeIndex:
         if points:
             self._require_space()
             self._shard.update(q.UpdateOperation.upsert_points(points))
+            self._unsaved = True
 
     def delete(self, seqs: Sequence[int]) -> None:
         if seqs:
             self._require_space()
             self._shard.update(self._q.UpdateOperation.delete_points(list(seqs)))
+            self._unsaved = True
 
     def _filter(self, where: Sequence[Match]) -> Any:
         q = self._q
@@ -275,7 +283,8 @@ class EdgeIndex:
     def close(self) -> None:
         try:
             try:
-                self._persist()
+                if self._unsaved:
+                    self._persist()
                 self._shard.close()
             except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there
                 pass

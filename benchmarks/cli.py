@@ -1,0 +1,116 @@
+"""Latency of CLI commands, process start included, as a user (or a script) pays it on each call.
+
+    python benchmarks/cli.py                      # 1k memories, 7 runs of each command
+    python benchmarks/cli.py --size 10000 --runs 9
+    python benchmarks/cli.py --write              # also updates the README's table
+
+Each run is `python -m project_ledger <command> --root <project>`, timed from spawn to exit: wall time, and the
+CPU time of the process (user + system), which a loaded machine disturbs less. The ledger is the synthetic journal
+of `performance.py` (stored vectors, so a catching-up index reads them) in a project with a small source tree,
+indexed once. Each command's index slot is built before timing. For scale: starting Python, and importing the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from performance import synthetic_journal
+
+SOURCE = '''"""Invoices."""
+
+
+def export_invoices(month: str) -> int:
+    """Send the month's invoices; returns how many were sent."""
+    return len(month)
+
+
+class Exporter:
+    def run(self) -> None:
+        export_invoices("2026-12")
+'''
+
+
+def timed(argv: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one process, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    completed = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=300, check=False, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if completed.returncode != 0:
+        raise SystemExit(f"{argv} failed: {completed.stderr}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), completed.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=1000, help="memories in the ledger")
+    parser.add_argument("--runs", type=int, default=7, help="runs of each command")
+    parser.add_argument("--write", action="store_true", help="write the table into README.md")
+    args = parser.parse_args()
+
+    ledger = [sys.executable, "-m", "project_ledger"]
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = synthetic_journal(Path(tmp), args.size)
+        (root / "billing.py").write_text(SOURCE)
+        where = ["--root", str(root)]
+        timed([*ledger, "index", *where], root)
+        memory_id = json.loads(timed([*ledger, "remember", "Invoices go out on the first", "--json", *where], root)[2])["id"]
+        timed([*ledger, "recall", "warm up", *where], root)  # the model's files unpacked, the index slot caught up
+        commands: dict[str, list[str]] = {
+            "`remember` (near-duplicate check on BM25, index caught up)": ["remember", "Export run {n} retried twice", *where],
+            "`status`": ["status", *where],
+            "`history`": ["history", memory_id, *where],
+            "`pin`": ["pin", memory_id, *where],
+            "`symbols` (code index brought up to date first)": ["symbols", "export_invoices", *where],
+            "`recall` (model loaded, hybrid search)": ["recall", "how are invoices exported", "-k", "3", *where],
+        }
+        scale = {
+            "for scale: `python -c pass`": [sys.executable, "-c", "pass"],
+            "for scale: importing the CLI": [sys.executable, "-c", "import project_ledger.cli.main"],
+        }
+        walls: dict[str, list[float]] = {name: [] for name in [*commands, *scale]}
+        cpus: dict[str, list[float]] = {name: [] for name in walls}
+        for n in range(args.runs):  # interleaved, so that a burst of load falls on every command alike
+            for name, argv in [*((k, [*ledger, *(a.format(n=n) for a in v)]) for k, v in commands.items()), *scale.items()]:
+                wall, cpu, _ = timed(argv, root)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    load_after = os.getloadavg()
+
+    def ms(values: list[float]) -> str:
+        return f"{statistics.median(values) * 1000:.0f} ms"
+
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    table = "\n".join(
+        [
+            "| CLI call, process start included | median wall | median CPU |",
+            "|---|---|---|",
+            *(f"| {name} | {ms(walls[name])} | {ms(cpus[name])} |" for name in walls),
+            "",
+            (
+                f"{args.size:,} memories, {args.runs} runs of each. Measured {time.strftime('%Y-%m-%d')} on {machine} "
+                f"(shared; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), with `python benchmarks/cli.py`."
+            ),
+        ]
+    )
+    print(table)
+    if args.write:
+        from readme_table import replace_section
+
+        replace_section("cli", table)
+
+
+if __name__ == "__main__":
+    main()
