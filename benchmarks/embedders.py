@@ -202,10 +202,12 @@ class Corpus:
 
     def __init__(self, name: str, ledger, pool, items, score, depth: int) -> None:  # noqa: ANN001
         self.name, self.ledger, self.pool, self.items, self.score, self.depth = name, ledger, pool, items, score, depth
-        self.memories = {seq: m for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items() if m.deleted_at is None}
+        every = ledger.journal.get_by_seqs(list(range(1, 100_000)))
+        self.memories = {seq: m for seq, m in every.items() if m.deleted_at is None}
         self.seqs = sorted(self.memories)
         self.scope = [
-            np.array([j for j, seq in enumerate(self.seqs) if _in_scope(self.memories[seq], q.where)], dtype=np.int64) for q in items
+            np.array([j for j, seq in enumerate(self.seqs) if _in_scope(self.memories[seq], q.where)], dtype=np.int64)
+            for q in items
         ]
         self.outdated = ledger.retrieval.outdated(self.memories)
 
@@ -239,11 +241,14 @@ class Corpus:
         hits, cosines = self.dense(documents, queries)
         alone = [self.pool.collapse([h.seq for h in found])[: self.depth] for found in hits]
         candidates = [Candidates(dense=found, sparse=c.sparse) for found, c in zip(hits, self.pool.candidates, strict=True)]
+        live = self.memories
         lexical = [
-            self.ledger.sync.coverage(q.text, {h.seq: self.memories[h.seq].text for h in (*c.dense, *c.sparse) if h.seq in self.memories})
+            self.ledger.sync.coverage(q.text, {h.seq: self.memories[h.seq].text for h in (*c.dense, *c.sparse) if h.seq in live})
             for q, c in zip(self.items, candidates, strict=True)
         ]
-        pool = replace(self.pool, candidates=candidates, lexical=lexical, memories=self.memories, outdated=self.outdated, cosines=cosines)
+        pool = replace(
+            self.pool, candidates=candidates, lexical=lexical, memories=self.memories, outdated=self.outdated, cosines=cosines
+        )
         fused = self.fused(pool, RankingParams())
         return {"dense": self.score(alone, self.items), "fused": self.score(fused, self.items)}
 
