@@ -107,7 +107,7 @@ class IgnoreRules:
                 return "vendored or generated directory"
             if self.ignored(directory, is_dir=True):
                 return "ignored"
-        return "ignored" if self.ignored(rel_path, is_dir=False) else None
+        return "ignored" if self.ignored("/".join(parts), is_dir=False) else None
 
 
 def _lines(path: Path) -> list[str]:
