@@ -104,7 +104,8 @@ class CodeIndexer:
             report(self.progress)
             try:
                 known = self.store.files()
-                found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes))
+                stats = {path: (record.size, record.mtime_ns) for path, record in known.items()}
+                found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes, known=stats))
                 summary.files = len(found)
                 changed, touched = self._changed(found, known, summary)
                 removed = sorted(set(known) - {f.path for f in found})

@@ -84,7 +84,10 @@ BY_EXTENSION = {ext: spec for spec in LANGUAGES for ext in spec.extensions}
 
 
 def language_for(path: str | PurePath) -> LanguageSpec | None:
-    return BY_EXTENSION.get(PurePath(path).suffix.lower())
+    """The language of a file by its suffix (as `PurePath.suffix` reads it, without building a path: the walk asks per file)."""
+    name = path.name if isinstance(path, PurePath) else path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return BY_EXTENSION.get(name[dot:].lower()) if 0 < dot < len(name) - 1 else None
 
 
 def _upstream_tags(module: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -82,19 +82,23 @@ class IgnoreRules:
         if specs is None:
             import pathspec
 
-            directory = self.root / rel_dir if rel_dir else self.root
-            specs = [pathspec.GitIgnoreSpec.from_lines(_lines(directory / name)) for name in IGNORE_FILES if (directory / name).is_file()]
+            directory = os.path.join(self.root, rel_dir)  # plain strings: this runs once per directory of the tree
+            files = [os.path.join(directory, name) for name in IGNORE_FILES]
+            specs = [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files if os.path.isfile(file)]
             self._specs[rel_dir] = specs
         return specs
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
-        """Whether git (and .ledgerignore) would ignore this path, judged by its own rules only, not its parents'."""
-        parts = PurePosixPath(rel_path).parts
-        candidates: list[tuple[pathspec.PathSpec, str]] = [(self._base, rel_path)]
+        """Whether git (and .ledgerignore) would ignore this path, judged by its own rules only, not its parents'.
+
+        `rel_path` is normalised (forward slashes, no empty or dot parts), as the walk and `excluded` make it."""
+        parts = rel_path.split("/")
+        candidates: list[tuple[pathspec.PathSpec, str]] = [(self._base, rel_path)] if self._base.patterns else []
         for depth in range(len(parts)):
-            rel_dir = "/".join(parts[:depth])
-            below = "/".join(parts[depth:])
-            candidates.extend((spec, below) for spec in self._dir_specs(rel_dir))
+            specs = self._dir_specs("/".join(parts[:depth]))
+            if specs:
+                below = "/".join(parts[depth:])
+                candidates.extend((spec, below) for spec in specs)
         suffix = "/" if is_dir else ""
         verdict = False
         for spec, below in candidates:  # shallow to deep; the last rule that matches decides
@@ -112,7 +116,7 @@ class IgnoreRules:
                 return "vendored or generated directory"
             if self.ignored(directory, is_dir=True):
                 return "ignored"
-        return "ignored" if self.ignored(rel_path, is_dir=False) else None
+        return "ignored" if self.ignored("/".join(parts), is_dir=False) else None
 
 
 def _lines(path: Path) -> list[str]:
@@ -143,9 +147,17 @@ def check_file(root: Path, rel_path: str, size: int, max_bytes: int) -> str | No
 
 
 def walk(
-    root: Path, rules: IgnoreRules, skipped: Skipped, max_bytes: int, under: str = ""
+    root: Path,
+    rules: IgnoreRules,
+    skipped: Skipped,
+    max_bytes: int,
+    under: str = "",
+    known: Mapping[str, tuple[int, int]] | None = None,
 ) -> Iterator[SourceFile]:
-    """Every indexable source file under `root` (or its subdirectory `under`), with paths relative to `root`."""
+    """Every indexable source file under `root` (or its subdirectory `under`), with paths relative to `root`.
+
+    A file in `known` (path -> size, mtime_ns as last indexed) with the same stat is not opened again to
+    sniff for binary or minified content: its bytes are taken as unchanged, as the indexer takes them."""
     pending = [under]
     while pending:
         rel_dir = pending.pop()
@@ -174,6 +186,9 @@ def walk(
             elif stat.S_ISREG(info.st_mode):
                 spec = language_for(entry.name)
                 if spec is None or rules.ignored(rel, is_dir=False):
+                    continue
+                if known is not None and known.get(rel) == (info.st_size, info.st_mtime_ns) and info.st_size <= max_bytes:
+                    yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
                     continue
                 if (reason := check_file(root, rel, info.st_size, max_bytes)) is not None:
                     skipped.add(reason, rel)

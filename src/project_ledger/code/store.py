@@ -56,9 +56,13 @@ class StoredSymbol:
     body_head: str
 
     def embed_text(self) -> str:
-        """What the model reads for this symbol: short, since embedding is the expensive part."""
-        parts = [f"{self.kind} {self.qualname}", self.signature, self.doc[:300], self.body_head]
-        return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
+        return embed_text(self.kind, self.qualname, self.signature, self.doc, self.body_head)
+
+
+def embed_text(kind: str, qualname: str, signature: str, doc: str, body_head: str) -> str:
+    """What the model reads for a symbol: short, since embedding is the expensive part."""
+    parts = [f"{kind} {qualname}", signature, doc[:300], body_head]
+    return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
 
 
 @dataclass(frozen=True)
@@ -109,10 +113,7 @@ class ParsedFile:
         symbols = []
         for d in definitions:
             signature, doc, body_head = clean(d.signature), clean(d.doc), clean(d.body_head)
-            text = StoredSymbol(
-                0, record.path, d.name, d.qualname, d.kind, record.language, d.line, d.end_line, signature, doc, d.parent,
-                body_head,
-            ).embed_text()  # fmt: skip
+            text = embed_text(d.kind, d.qualname, signature, doc, body_head)
             symbols.append(
                 (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
                  embed_hash(text))

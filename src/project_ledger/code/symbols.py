@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from project_ledger.code.languages import Grammar
 
@@ -28,6 +28,7 @@ KIND_ALIASES = {
     "record": "class",
 }
 TYPE_KINDS = {"class", "struct", "interface", "enum", "trait", "type"}
+METHOD_OWNERS = TYPE_KINDS | {"scope"}  # a function directly inside one of these is a method
 # Nodes that wrap a definition without being one: comments sit above the wrapper.
 WRAPPERS = {
     "decorated_definition",
@@ -47,8 +48,7 @@ BODY_HEAD_LINES = 4
 BODY_HEAD_CHARS = 240
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):  # a tuple: one is built per definition, tens of thousands per large tree
     name: str
     qualname: str
     kind: str
@@ -61,8 +61,7 @@ class Definition:
     body_head: str  # the first lines after the declaration's first line, for search
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(NamedTuple):
     name: str
     line: int
     kind: str  # call, class, type, ... as the query says
@@ -74,13 +73,15 @@ class FileSymbols:
     references: list[Reference] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     """A captured definition or scope before nesting is known."""
 
     name: str
     kind: str  # a KINDS value, or "scope"
     node: Any
+    start: int  # the node's byte range, read once
+    end: int
     pattern: int
     docs: list[Any]
     owner: str | None  # from an explicit @parent capture
@@ -169,11 +170,34 @@ def _kind(capture: str) -> str | None:
     return kind if kind in KINDS or kind == "ignore" else None
 
 
+_REFERENCE, _DEFINITION = 0, 1
+_roles_by_language: dict[str, dict[str, tuple[int, str]]] = {}
+
+
+def _roles(grammar: Grammar) -> dict[str, tuple[int, str]]:
+    """What each of the query's capture names means, worked out once per language rather than per capture:
+    (reference, its kind) or (definition, our kind, `scope` or `ignore`). Names with no role are absent."""
+    roles = _roles_by_language.get(grammar.spec.name)
+    if roles is None:
+        roles = {}
+        for index in range(grammar.query.capture_count):
+            capture = grammar.query.capture_name(index)
+            if capture.startswith("reference."):
+                roles[capture] = (_REFERENCE, capture[10:])
+            elif capture == "scope":
+                roles[capture] = (_DEFINITION, "scope")
+            elif capture.startswith("definition.") and (kind := _kind(capture)) is not None:
+                roles[capture] = (_DEFINITION, kind)
+        _roles_by_language[grammar.spec.name] = roles
+    return roles
+
+
 def extract(grammar: Grammar, source: bytes) -> FileSymbols:
     """Parse `source` and read its definitions and references through the grammar's tags query."""
     from tree_sitter import QueryCursor
 
     tree = grammar.parser.parse(source)
+    roles = _roles(grammar)
     items: dict[tuple[int, int, int], _Item] = {}
     references: dict[tuple[bytes, int], str] = {}  # (name, line) -> kind; names decoded once, at the end
     for pattern, captures in QueryCursor(grammar.query).matches(tree.root_node):
@@ -182,23 +206,22 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
             continue
         name_node = names[0]
         for capture, nodes in captures.items():
-            if capture.startswith("reference."):
-                references.setdefault((name_node.text, name_node.start_point[0] + 1), capture[10:])
+            role = roles.get(capture)
+            if role is None:
                 continue
-            if capture == "scope":
-                kind: str | None = "scope"
-            elif capture.startswith("definition."):
-                kind = _kind(capture)
-            else:
-                continue
-            if kind is None:
+            role_type, kind = role
+            if role_type == _REFERENCE:
+                references.setdefault((source[name_node.start_byte : name_node.end_byte], name_node.start_point[0] + 1), kind)
                 continue
             node = nodes[0]
-            key = (node.start_byte, node.end_byte, name_node.start_byte)
+            start, end = node.start_byte, node.end_byte
+            key = (start, end, name_node.start_byte)
             if key in items and items[key].pattern > pattern:
                 continue
             owner = captures.get("parent")
-            items[key] = _Item(_text(name_node), kind, node, pattern, captures.get("doc", []), _text(owner[0]) if owner else None)
+            items[key] = _Item(
+                _text(name_node), kind, node, start, end, pattern, captures.get("doc", []), _text(owner[0]) if owner else None
+            )
     return FileSymbols(_nest(grammar, source, items), _outside(references, items))
 
 
@@ -209,19 +232,15 @@ def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, in
     return [ref for ref in found if (ref.name, ref.line) not in defined]
 
 
-def _same_node(a: _Item, b: _Item) -> bool:
-    return (a.node.start_byte, a.node.end_byte) == (b.node.start_byte, b.node.end_byte)
-
-
 def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _Item]) -> list[Definition]:
     separator = grammar.spec.separator
-    ordered = sorted(items.values(), key=lambda item: (item.node.start_byte, -item.node.end_byte))
+    ordered = sorted(items.values(), key=lambda item: (item.start, -item.end))
     stack: list[_Item] = []
     definitions: list[Definition] = []
     for item in ordered:
         if item.kind == "ignore":
             continue
-        while stack and (stack[-1].node.end_byte <= item.node.start_byte or _same_node(stack[-1], item)):
+        while stack and (stack[-1].end <= item.start or (stack[-1].start == item.start and stack[-1].end == item.end)):
             stack.pop()  # ended before this one, or shares its node (`const A = 1, B = 2;`): not a parent
         item.parent = stack[-1] if stack else None
         if item.owner is not None:  # an explicit owner (Go receiver, C++ `Foo::bar`) inside any enclosing scope
@@ -230,7 +249,7 @@ def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _It
         elif item.parent is not None:
             item.qualname = f"{item.parent.qualname}{separator}{item.name}"
             parent_name = item.parent.qualname
-            if item.kind == "function" and item.parent.kind in TYPE_KINDS | {"scope"}:
+            if item.kind == "function" and item.parent.kind in METHOD_OWNERS:
                 item.kind = "method"
         else:
             item.qualname, parent_name = item.name, ""
@@ -248,7 +267,7 @@ def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _It
                 signature=_signature(node, source),
                 doc=_doc(item),
                 parent=parent_name,
-                content_hash=hashlib.blake2b(source[node.start_byte : node.end_byte], digest_size=8).hexdigest(),
+                content_hash=hashlib.blake2b(source[item.start : item.end], digest_size=8).hexdigest(),
                 body_head=_body_head(node, source),
             )
         )
