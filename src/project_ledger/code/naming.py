@@ -26,11 +26,14 @@ def names_in(query: str) -> list[str]:
     it is an ordinary word.
     """
     found = identifier_candidates(query)
-    if not found:
-        word = query.strip().strip("`").removesuffix("()")
-        if _BARE.fullmatch(word):
-            found = [word]
+    if not found and _BARE.fullmatch(word := as_one_name(query)):
+        found = [word]
     return found[:MAX_NAMES]
+
+
+def as_one_name(query: str) -> str:
+    """The query read as a single name: without surrounding space, backticks or a call's `()`."""
+    return query.strip().strip("`").removesuffix("()")
 
 
 @dataclass(frozen=True)

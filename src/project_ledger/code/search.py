@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from project_ledger.code.naming import names_in, spellings
-from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash, named, under
+from project_ledger.code.naming import as_one_name, names_in, spellings
+from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash, named, scope
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance
@@ -213,18 +213,11 @@ class CodeSearch:
         (`get`, `__init__`), and for a plain name inside a longer question: a description often mentions a
         parameter or a helper in passing ("the `style` to apply, like `print`"), and putting each mention
         first cost 0.01-0.02 of docstring-to-symbol MRR@10 (`benchmarks/code_search.py`)."""
-        filters, values = [], []
-        if language:
-            filters.append("language = ?")
-            values.append(language)
-        if path:
-            condition, params = under(path)
-            filters.append(condition)
-            values += params
+        filters, values = scope(language, path)
         place = {seq: i for i, seq in enumerate(ranked)}
         found: dict[int, StoredSymbol] = {}
         names = names_in(query)
-        whole = query.strip().strip("`").removesuffix("()")
+        whole = as_one_name(query)
         for name in names:
             in_passing = name != whole and not any(separator in name for separator in (".", "::", "#"))
             for spelling in spellings(name):

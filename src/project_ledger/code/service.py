@@ -18,7 +18,7 @@ from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.languages import BY_NAME
 from project_ledger.code.links import project_path
 from project_ledger.code.search import CodeSearch
-from project_ledger.code.store import CodeStore, StoredSymbol, like_escape, under
+from project_ledger.code.store import EXACT_NAME, CodeStore, StoredSymbol, like_escape, qualname_ends, qualname_in, scope
 from project_ledger.code.symbols import KINDS
 from project_ledger.code.watcher import CodeWatcher
 from project_ledger.errors import InvalidArgument, StorageError
@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 MAX_NAME_CHARS = 300
 MAX_FOCUS = 50
 CONTEXT_CHARS = 200
-EXACT_NAME = "name = ? COLLATE NOCASE AND name = ?"  # the first half lets SQLite use the name index
 
 
 def _symbol(s: StoredSymbol) -> CodeSymbol:
@@ -172,24 +171,15 @@ class CodeService:
         then case-insensitive, then prefix: the first rule that finds anything answers."""
         name = self._name(name)
         limit = self._limit(limit, "limit", 200)
-        filters, params = [], []
+        filters, params = scope(self._language(language), self._path(path))
         if (kind := self._kind(kind)) is not None:
             filters.append("kind = ?")
             params.append(kind)
-        if (language := self._language(language)) is not None:
-            filters.append("language = ?")
-            params.append(language)
-        if (where_path := self._path(path)) is not None:
-            condition, values = under(where_path)
-            filters.append(condition)
-            params += values
         spellings = sorted({name, name.replace("::", "."), name.replace(".", "::"), name.replace("#", ".")})
-        marks = ",".join("?" * len(spellings))
-        suffixes = [f"%{sep}{like_escape(s)}" for s in spellings for sep in (".", "::")]
         ladder: list[tuple[SymbolMatch, str, list[object]]] = [
             ("exact name", EXACT_NAME, [name, name]),
-            ("exact qualified name", f"qualname IN ({marks})", spellings),
-            ("qualified name suffix", " OR ".join(["qualname LIKE ? ESCAPE '\\'"] * len(suffixes)), suffixes),
+            ("exact qualified name", *qualname_in(spellings)),
+            ("qualified name suffix", *qualname_ends(spellings)),
             ("case-insensitive", "(name = ? COLLATE NOCASE OR qualname = ? COLLATE NOCASE)", [name, name]),
             ("prefix", "name LIKE ? ESCAPE '\\'", [like_escape(name) + "%"]),
         ]

@@ -327,7 +327,7 @@ class CodeStore:
         spellings = sorted({name, name.replace("::", "."), name.replace(".", "::")})
         marks = ",".join("?" * len(spellings))
         rows = self._read(
-            f"SELECT DISTINCT path, qualname FROM code_symbols WHERE (name = ? COLLATE NOCASE AND name = ?) OR qualname IN ({marks}) "
+            f"SELECT DISTINCT path, qualname FROM code_symbols WHERE ({EXACT_NAME}) OR qualname IN ({marks}) "
             "ORDER BY path, qualname LIMIT ?",
             (name, name, *spellings, limit),
         )
@@ -381,17 +381,39 @@ def under(path: str) -> tuple[str, list[object]]:
     return "(path = ? OR path LIKE ? ESCAPE '\\')", [path, like_escape(path.rstrip("/") + "/") + "%"]
 
 
+EXACT_NAME = "name = ? COLLATE NOCASE AND name = ?"  # the first half lets SQLite use the name index
+
+
+def qualname_in(qualnames: Sequence[str]) -> tuple[str, list[object]]:
+    """A condition matching symbols whose qualified name is one of `qualnames`, with its parameters."""
+    return f"qualname IN ({','.join('?' * len(qualnames))})", list(qualnames)
+
+
+def qualname_ends(qualnames: Sequence[str]) -> tuple[str, list[object]]:
+    """A condition matching symbols whose qualified name ends with one of `qualnames` after a `.` or `::`."""
+    params: list[object] = [f"%{separator}{like_escape(q)}" for q in qualnames for separator in (".", "::")]
+    return " OR ".join(["qualname LIKE ? ESCAPE '\\'"] * len(params)), params
+
+
+def scope(language: str | None, path: str | None) -> tuple[list[str], list[object]]:
+    """Conditions (to be joined with AND) restricting symbols to a language and to a file or folder."""
+    conditions: list[str] = []
+    params: list[object] = []
+    if language is not None:
+        conditions.append("language = ?")
+        params.append(language)
+    if path is not None:
+        condition, values = under(path)
+        conditions.append(condition)
+        params += values
+    return conditions, params
+
+
 def named(spelling: Spelling) -> tuple[str, list[object]]:
     """A condition matching the symbols `spelling` describes, with its parameters."""
-    params: list[object]
-    if spelling.suffix:
-        params = [f"%{separator}{like_escape(q)}" for q in spelling.qualnames for separator in (".", "::")]
-        condition = " OR ".join(["qualname LIKE ? ESCAPE '\\'"] * len(params))
-    else:
-        params = list(spelling.qualnames)
-        condition = f"qualname IN ({','.join('?' * len(params))})"
+    condition, params = (qualname_ends if spelling.suffix else qualname_in)(spelling.qualnames)
     if spelling.bare is not None:
-        condition += " OR (name = ? COLLATE NOCASE AND name = ?)"
+        condition += f" OR ({EXACT_NAME})"
         params += [spelling.bare, spelling.bare]
     condition = f"({condition})"
     if spelling.module is not None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from project_ledger.text.text_signals import code_tokens
+
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-# A name with an inner separator, which the code tokenizer splits apart: OPS-94093, v5.31.272, --dry-run, a/b.py.
-_JOINED = re.compile(r"(?<![\w.\-/:#])(?:--?)?\w+(?:[.\-/:#]+\w+)+")
+# An inner separator, which the code tokenizer splits a name at: OPS-94093, v5.31.272, --dry-run, a/b.py.
+_INNER_SEPARATOR = re.compile(r"\w[.\-/:#]+\w")
 _NOT_WORD = re.compile(r"\W|_")
 
 
@@ -19,7 +21,8 @@ def whole_identifiers(text: str) -> str:
     the common parts (`ops`, `dry`, `run`) that look-alikes share. A snake_case name gets the same joined
     term from the tokenizer itself, so `retry-policy` and `retry_policy` match each other.
     """
-    return " ".join(dict.fromkeys(_NOT_WORD.sub("", token.lower()) for token in _JOINED.findall(text)))
+    joined = (token for token in code_tokens(text) if _INNER_SEPARATOR.search(token))
+    return " ".join(dict.fromkeys(_NOT_WORD.sub("", token.lower()) for token in joined))
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,16 @@ _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower cas
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _journal_date(datetime.now(UTC))
 
 
 def iso_utc(epoch: float) -> str:
     """Epoch seconds in the journal's date format (`utc_now`'s)."""
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _journal_date(datetime.fromtimestamp(epoch, UTC))
+
+
+def _journal_date(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def iso_to_epoch(value: str) -> float:

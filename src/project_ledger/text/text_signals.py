@@ -72,13 +72,17 @@ _TOKEN = re.compile(r"(?<![\w.\-/:#])(?:--?)?\w+(?:[.\-/:#]+\w+)*")
 _SHAPED = re.compile(r"\d|_|[.\-/:#]|[a-z][A-Z]|^-")
 
 
+def code_tokens(text: str) -> list[str]:
+    """The tokens of `text` as written in code, tickets and logs (see `_TOKEN`), in order."""
+    return _TOKEN.findall(text)
+
+
 def exact_terms(query: str) -> list[str]:
     """The tokens of a query that name one thing exactly: a ticket key, version, hex id, error code, hash, path,
     flag, or a snake_case, camelCase or dotted name. A token counts when it holds a digit, an underscore, an
     inner separator or a camel hump; plain words never do. Lowercased, in order, without repeats."""
     found: list[str] = []
-    for match in _TOKEN.finditer(query):
-        token = match.group(0)
+    for token in code_tokens(query):
         if len(token) >= 3 and _SHAPED.search(token) and token.lower() not in found:
             found.append(token.lower())
     return found
