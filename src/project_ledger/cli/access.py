@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -39,15 +41,22 @@ def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessS
     return open_access(settings, Path.cwd(), token), token
 
 
-def audit_local(settings: Settings, tool: str, ids: list[str]) -> None:
-    """Record a destructive or administrative command run from this machine's shell."""
+@contextmanager
+def opened_access(settings: Settings) -> Iterator[AccessService]:
+    """This project's tokens and audit trail, for one command."""
     from project_ledger.factory import open_access
 
     access = open_access(settings, Path.cwd())
     try:
-        access.record(LOCAL, tool, ids)
+        yield access
     finally:
         access.close()
+
+
+def audit_local(settings: Settings, tool: str, ids: list[str]) -> None:
+    """Record a destructive or administrative command run from this machine's shell."""
+    with opened_access(settings) as access:
+        access.record(LOCAL, tool, ids)
 
 
 @click.group(name="tokens")
@@ -70,13 +79,8 @@ def tokens() -> None:
 @ledger_errors
 def create_token(settings: Settings, name: str, scope: str) -> None:
     """Make a token called NAME; its secret is printed once, on stdout, and cannot be shown again."""
-    from project_ledger.factory import open_access
-
-    access = open_access(settings, Path.cwd())
-    try:
+    with opened_access(settings) as access:
         token, secret = access.create(name, scope)
-    finally:
-        access.close()
     click.echo(secret)
     click.echo(f"token {token.name} ({token.id}, scope {token.scope}); clients send it as: Authorization: Bearer <secret>", err=True)
 
@@ -87,13 +91,8 @@ def create_token(settings: Settings, name: str, scope: str) -> None:
 @ledger_errors
 def list_tokens(settings: Settings, as_json: bool) -> None:
     """Every token made here, revoked ones included (never their secrets)."""
-    from project_ledger.factory import open_access
-
-    access = open_access(settings, Path.cwd())
-    try:
+    with opened_access(settings) as access:
         listed = access.tokens()
-    finally:
-        access.close()
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(token) for token in listed], indent=2))
         return
@@ -110,13 +109,8 @@ def list_tokens(settings: Settings, as_json: bool) -> None:
 @ledger_errors
 def revoke_token(settings: Settings, name_or_id: str) -> None:
     """Revoke the token NAME_OR_ID: running servers refuse it from the next request on."""
-    from project_ledger.factory import open_access
-
-    access = open_access(settings, Path.cwd())
-    try:
+    with opened_access(settings) as access:
         token = access.revoke(name_or_id)
-    finally:
-        access.close()
     click.echo(f"revoked {token.name} ({token.id})")
 
 
@@ -134,13 +128,8 @@ def audit(settings: Settings, limit: int, as_json: bool) -> None:
       project-ledger audit
       project-ledger audit --json --limit 20
     """
-    from project_ledger.factory import open_access
-
-    access = open_access(settings, Path.cwd())
-    try:
+    with opened_access(settings) as access:
         entries = access.audit(limit)
-    finally:
-        access.close()
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(entry) for entry in entries], indent=2))
         return
