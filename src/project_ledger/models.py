@@ -301,7 +301,6 @@ class MemoryPage(Record):
 
 class MemoryLink(Record):
     target: Literal["file", "symbol"]
-    path: str = Field(description="The file, relative to the project root.")
     name: str | None = Field(default=None, description="For a symbol: its qualified name.")
     description: str = Field(description="The symbol and file, or the file.")
     changed: str | None = Field(default=None, description="What changed since the memory was stored, if anything.")

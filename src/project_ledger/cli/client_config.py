@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from project_ledger.memory.conversation import CURSOR_EVENTS, EVENTS
+
 
 @dataclass(frozen=True)
 class Client:
@@ -144,12 +146,11 @@ def write_atomically(path: Path, text: str) -> None:
 
 # -- Claude Code hooks -------------------------------------------------------------------
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
 HOOK_MARK = "project_ledger hook claude-code"  # how an entry of ours is recognised among the user's own hooks
 HOOK_TIMEOUT_SECONDS = 10
 
 
-CURSOR_HOOK_EVENTS = ("beforeSubmitPrompt", "afterAgentResponse", "stop")
+CURSOR_HOOK_EVENTS = tuple(CURSOR_EVENTS)  # beforeSubmitPrompt, afterAgentResponse, stop
 
 
 def hook_command(data_dir: Path | None, client: str = "claude-code") -> str:
@@ -165,7 +166,7 @@ def hook_command(data_dir: Path | None, client: str = "claude-code") -> str:
 
 def hooks_block(command: str) -> dict[str, Any]:
     entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
-    return {"hooks": {event: [{"hooks": [dict(entry)]}] for event in HOOK_EVENTS}}
+    return {"hooks": {event: [{"hooks": [dict(entry)]}] for event in EVENTS}}
 
 
 def _ours(group: Any) -> bool:
@@ -179,12 +180,12 @@ def merge_hooks(path: Path, command: str) -> str:
     other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
     document = read_document(path, empty={})
     hooks = document.get("hooks", {}) if isinstance(document, dict) else None
-    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in HOOK_EVENTS):
+    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in EVENTS):
         raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
     wanted = hooks_block(command)["hooks"]
     merged = {**hooks}
     found = False
-    for event in HOOK_EVENTS:
+    for event in EVENTS:
         groups = hooks.get(event, [])
         found = found or any(_ours(group) for group in groups)
         merged[event] = [group for group in groups if not _ours(group)] + wanted[event]

@@ -20,7 +20,6 @@ import click
 if TYPE_CHECKING:
     from project_ledger.config import Settings
 
-HOOK_LOG = Path("logs") / "hooks.log"
 HOOK_LOG_BYTES = 1 << 20  # then it moves to hooks.log.1, replacing the one before
 
 
@@ -33,6 +32,8 @@ def claude_transcripts(root: Path) -> Path:
 
 def log_hook(data_dir: Path | None, line: str) -> None:
     """Append one line to the hooks log, if the project has a data directory; else to stderr."""
+    from project_ledger.memory.conversation import HOOK_LOG
+
     if data_dir is None or not data_dir.is_dir():
         print(f"project-ledger hook: {line}", file=sys.stderr)
         return

@@ -25,7 +25,8 @@ from project_ledger.cli.client_config import (
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
-from project_ledger.config import Settings, find_project_root
+from project_ledger.config import DATA_DIR_NAME, Settings, find_project_root
+from project_ledger.memory.conversation import HOOK_LOG
 from project_ledger.project_root import unsuitable
 
 
@@ -120,13 +121,6 @@ def config_command(
             raise click.ClickException("--hooks is for claude-code and cursor, and --shared goes with claude-code --hooks")
         configure_hooks(client, root, settings.data_dir, write=write, shared=shared)
         return
-    uvx = None
-    if use_uvx and (uvx := shutil.which("uvx")) is None:
-        raise click.ClickException("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) or leave out --uvx")
-    argv = server_command(root, uvx)
-    if settings.data_dir is not None:
-        argv += ["--data-dir", str(settings.data_dir.expanduser().resolve())]
-    entry = server_entry(target, argv)
     if url is not None:
         try:
             entry = http_entry(target, url, token_env)
@@ -137,6 +131,8 @@ def config_command(
             "is in the data directory's http_token; `project-ledger tokens create NAME --scope read` makes a narrower one)",
             err=True,
         )
+    else:
+        entry = server_entry(target, _server_argv(settings, root, use_uvx))
     path = target.config_path(root)
     if not write:
         click.echo(snippet(target, name, entry))
@@ -152,6 +148,17 @@ def config_command(
     if target.project_file and url is None:
         click.echo("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
     click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
+
+
+def _server_argv(settings: Settings, root: Path, use_uvx: bool) -> list[str]:
+    """The command that starts this project's server: this interpreter, or uvx, with absolute paths."""
+    uvx = None
+    if use_uvx and (uvx := shutil.which("uvx")) is None:
+        raise click.ClickException("uvx is not on PATH; install uv (https://docs.astral.sh/uv/) or leave out --uvx")
+    argv = server_command(root, uvx)
+    if settings.data_dir is not None:
+        argv += ["--data-dir", str(settings.data_dir.expanduser().resolve())]
+    return argv
 
 
 def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
@@ -172,4 +179,5 @@ def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bo
         raise click.ClickException(f"{exc}; add the hooks by hand (run without --write to print them)") from None
     click.echo(f"{outcome} the ledger's hooks in {path}")
     if outcome != "unchanged":
-        click.echo(f"they take effect in the next {client} session; .ledger/logs/hooks.log has a line per run", err=True)
+        log = (data_dir or root / DATA_DIR_NAME).expanduser() / HOOK_LOG
+        click.echo(f"they take effect in the next {client} session; {log} has a line per run", err=True)

@@ -163,11 +163,10 @@ class Inspector:
 
     async def confirm_forget(self, request: Request) -> Response:
         memory_id = request.path_params["id"]
-        detail = await self.call(lambda: self.ledger.memory_detail(memory_id))
-        if detail.memory.deleted_at is not None:
-            raise MemoryForgotten(memory_id)
         preview = await self.call(lambda: self.ledger.forget_preview(memory_id))
-        return self.render(request, "forget.html", memory=detail.memory, derived=preview.also)
+        if preview.memory.deleted_at is not None:
+            raise MemoryForgotten(memory_id)
+        return self.render(request, "forget.html", memory=preview.memory, derived=preview.also)
 
     async def forget(self, request: Request) -> Response:
         memory_id = request.path_params["id"]

@@ -19,6 +19,7 @@ from typing import Literal
 from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.errors import LedgerError
 from project_ledger.maintenance.service import MaintenanceService
+from project_ledger.memory.conversation import EVENTS, HOOK_LOG
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 from project_ledger.search.edge_index import MIN_FREE_BYTES
 
@@ -57,9 +58,6 @@ def _context(path: Path) -> Finding:
     return Finding("context", "ok", f"{path} is filled in")
 
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
-
-
 def _hooks(root: Path, data_dir: Path) -> Finding:
     """Whether Claude Code's settings run the ledger's hook on every event, and how its last run went."""
     installed: dict[str, set[str]] = {}
@@ -78,10 +76,10 @@ def _hooks(root: Path, data_dir: Path) -> Finding:
         return Finding("hooks", "skipped", "Claude Code hooks are not installed; `project-ledger config claude-code --hooks --write` "
                        "records the conversation and injects relevant memories")  # fmt: skip
     where = ", ".join(path for path, found in installed.items() if found)
-    if missing := [event for event in HOOK_EVENTS if event not in events]:
+    if missing := [event for event in EVENTS if event not in events]:
         return Finding("hooks", "warning", f"installed in {where} but not for {', '.join(missing)}; rerun `config claude-code --hooks --write`")
     try:
-        last = (data_dir / "logs" / "hooks.log").read_text(encoding="utf-8").splitlines()[-1]
+        last = (data_dir / HOOK_LOG).read_text(encoding="utf-8").splitlines()[-1]
     except (OSError, IndexError):
         return Finding("hooks", "ok", f"installed in {where}; no run yet")
     if " error " in last:

@@ -20,17 +20,21 @@ they reach a tool.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from project_ledger.errors import InvalidArgument
+from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.maintenance.access import AccessService, Caller
 from project_ledger.mcp.scopes import CALLER_KEY
+
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -100,7 +104,12 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
         if scope["type"] == "http":
-            caller = self._caller(scope)
+            try:  # a scoped token is looked up in the journal: off the event loop, which serves every other client
+                caller = await anyio.to_thread.run_sync(self._caller, scope)
+            except LedgerError as exc:  # the journal is locked or unreadable: say so, not a traceback and a 500
+                log.warning("token check failed: %s", exc)
+                await _empty(send, 503, [(b"retry-after", b"5")])
+                return
             if caller is None:
                 await _empty(send, 401, [(b"www-authenticate", b'Bearer realm="project-ledger"')])
                 return

@@ -359,7 +359,7 @@ class LedgerService:
         settle = partial(self.journal.settle_anchor, memory.id)
         links = [
             MemoryLink(
-                target=anchor.target, path=anchor.path, name=anchor.name if anchor.target == "symbol" else None,
+                target=anchor.target, name=anchor.name if anchor.target == "symbol" else None,
                 description=describe(anchor), changed=next(iter(self.anchors.changes([anchor], settle)), None),
             )  # fmt: skip
             for anchor in self.journal.anchors([memory.id]).get(memory.id, [])
