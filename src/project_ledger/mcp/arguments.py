@@ -52,9 +52,14 @@ class LedgerServer(MCPServer):
     def __init__(self, *args: Any, limits: Limits, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits
+        self._listed: tuple[list[Tool], list[Tool]] | None = None  # (the SDK's list, ours made from it)
 
     async def list_tools(self) -> list[Tool]:
-        return [lean(with_bounds(tool, self.limits)) for tool in await super().list_tools()]
+        """The registered tools, bounded and leaned once; again only if the registered list changes."""
+        registered = await super().list_tools()
+        if self._listed is None or self._listed[0] != registered:
+            self._listed = (registered, [lean(with_bounds(tool, self.limits)) for tool in registered])
+        return self._listed[1]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
