@@ -1,35 +1,73 @@
 """Code search quality: docstring-to-symbol MRR@10 through `search_code`, on trees whose docstrings are held out.
 
-    python benchmarks/code_search.py            # rich and click, about 3 minutes (the first time: indexing and embedding)
+    python benchmarks/code_search.py            # rich, click and zod, about 5 minutes (the first time: indexing and embedding)
     python benchmarks/code_search.py --write    # also updates the README's code-search section
+    python benchmarks/code_search.py --tune     # also sweeps code search's fusion, 2-fold cross-validated (15 minutes)
 
 Each Python tree (the rich and click sdists) is copied with every docstring replaced by `pass` and blank lines
-(line numbers kept), then indexed and embedded (`project-ledger index --embed`). The questions are the first
-paragraphs of the original docstrings of functions, methods and classes outside tests (at least 20
-characters); each one's answer is the symbol that carried it. A docstring often names other symbols
-("Like `Console.print`, but ..."): the score shows what putting them first costs on questions that are not
-about them. Each tree is also scored without that step ("ranked only"), for the comparison.
+(line numbers kept); the TypeScript tree (zod's `src/`, from npm) with every JSDoc comment that precedes a
+definition blanked out. Each is then indexed and embedded (`project-ledger index --embed`). The questions are
+the first paragraphs of those docstrings or comments, on functions, methods, classes and (TypeScript) the other
+declarations outside tests (at least 20 characters, `@tags` left out); each one's answer is the symbol that
+carried it. A docstring often names other symbols ("Like `Console.print`, but ..."): the score shows what
+putting them first costs on questions that are not about them. Each tree is also scored without that step
+("ranked only"), and on each candidate list alone, for the comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import datetime
+import itertools
+import os
+import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
+import tarfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from code_index import EXECUTABLE, RICH, child_env, log, sdist
+from project_ledger.search.tuning import CODE_FUSION, FusionParams
 from readme_table import replace_section
 
 CLICK = "click==8.*"
+ZOD = "zod@4"
 MIN_QUESTION_CHARS = 20
 KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+JSDOC = re.compile(r"/\*\*(?!/)(.*?)\*/", re.DOTALL)
+TS_TESTS = re.compile(r"(^|/)(tests?|__tests__)/|\.(test|spec)\.ts$")
+# The sweep of `--tune`: RRF k, the dense list's weight (BM25's is 1), candidates per list.
+GRID = [
+    FusionParams(k=k, dense_weight=weight, candidates=n)
+    for k, weight, n in itertools.product((2, 5, 10, 20), (1.0, 1.5, 2.0), (20, 50))
+]
 
 
-def held_out(source: Path, target: Path) -> list[tuple[str, str, int, str]]:
-    """Copy the Python files of `source` to `target` without docstrings; the questions as (path, text, line, name)."""
+@dataclass(frozen=True)
+class Question:
+    path: str
+    text: str
+    line: int  # the definition's first line
+    name: str | None  # the symbol's name; None: the symbol that starts on `line`
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    label: str  # e.g. "rich 14.3.4"
+    language: str
+    root: Path
+    data_dir: Path
+    questions: list[Question]
+
+
+def held_out_python(source: Path, target: Path) -> list[Question]:
+    """Copy the Python files of `source` to `target` without docstrings; the questions."""
     questions = []
     shutil.rmtree(target, ignore_errors=True)
     for path in sorted(source.rglob("*.py")):
@@ -53,59 +91,212 @@ def held_out(source: Path, target: Path) -> list[tuple[str, str, int, str]]:
             lines[first.lineno - 1 : end] = [f"{indent}pass", *([""] * (end - first.lineno))]
             question = first.value.value.strip().split("\n\n")[0]
             if isinstance(node, KINDS) and len(question) >= MIN_QUESTION_CHARS and "test" not in rel:
-                questions.append((rel, " ".join(question.split()), node.lineno, node.name))
+                questions.append(Question(rel, " ".join(question.split()), node.lineno, node.name))
         out = target / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return questions
 
 
-def score(root: Path, data_dir: Path, questions: list[tuple[str, str, int, str]], ranked_only: bool) -> float:
+def jsdoc_question(comment: str) -> str:
+    """The first paragraph of a JSDoc comment's text, before any `@tag`."""
+    kept = []
+    for line in comment.splitlines():
+        line = line.strip().lstrip("*").strip()
+        if line.startswith("@") or (not line and kept):
+            break
+        if line:
+            kept.append(line)
+    return " ".join(" ".join(kept).split())
+
+
+def held_out_typescript(source: Path, target: Path) -> list[Question]:
+    """Copy the TypeScript files of `source` to `target` with every JSDoc comment before a definition blanked
+    (line numbers kept); the questions, answered by the symbol that starts on the definition's line."""
+    questions = []
+    shutil.rmtree(target, ignore_errors=True)
+    for path in sorted(source.rglob("*.ts")):
+        rel = path.relative_to(source).as_posix()
+        text = path.read_text(encoding="utf-8")
+        kept, last = [], 0
+        for match in JSDOC.finditer(text):
+            after = text[match.end() :].lstrip()
+            if not after or after.startswith(("/*", "//")):
+                continue
+            line = text.count("\n", 0, len(text) - len(after)) + 1
+            question = jsdoc_question(match.group(1))
+            if len(question) >= MIN_QUESTION_CHARS and not TS_TESTS.search(rel):
+                questions.append(Question(rel, question, line, None))
+            kept += [text[last : match.start()], re.sub(r"[^\n]", " ", match.group(0))]
+            last = match.end()
+        out = target / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join([*kept, text[last:]]), encoding="utf-8")
+    return questions
+
+
+def npm_source(work: Path, spec: str) -> Path | None:
+    """Download (once) and extract (once) an npm package's tarball; its `src/` folder."""
+    downloads = work / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    name = spec.split("@")[0]
+    tarballs = sorted(downloads.glob(f"{name}-*.tgz"))
+    if not tarballs:
+        log(f"downloading the {spec} npm package")
+        done = subprocess.run(
+            ["npm", "pack", spec, "--silent", "--pack-destination", str(downloads)], check=False, capture_output=True, text=True
+        )
+        tarballs = sorted(downloads.glob(f"{name}-*.tgz"))
+        if done.returncode != 0 or not tarballs:
+            log(f"could not download {spec}: {done.stderr.strip()[-500:]}")
+            return None
+    target = work / "src" / tarballs[-1].name.removesuffix(".tgz")
+    if not target.is_dir():
+        with tarfile.open(tarballs[-1]) as archive:
+            archive.extractall(target, filter="data")
+    return target / "package" / "src"
+
+
+def prepared(work: Path) -> Iterator[HeldOut]:
+    """Each tree held out, indexed and embedded (once), with the questions whose answer the index holds."""
+    trees = [
+        ("python", sdist(work, RICH), held_out_python),
+        ("python", sdist(work, CLICK), held_out_python),
+        ("typescript", npm_source(work, ZOD), held_out_typescript),
+    ]
+    for language, source, hold_out in trees:
+        if source is None:
+            continue
+        name = source.name if source.name != "src" else source.parent.parent.name
+        root, data_dir = work / "held-out" / name, work / "held-out-data" / name
+        questions = hold_out(source, root)
+        if not (data_dir / "journal.sqlite3").exists():
+            command = [EXECUTABLE, "index", str(root), "--json", "--embed", "--data-dir", str(data_dir)]
+            subprocess.run(command, check=True, capture_output=True, env=child_env(), cwd=root)
+        yield HeldOut(name.replace("-", " ", 1), language, root, data_dir, answerable(data_dir, questions))
+
+
+def answerable(data_dir: Path, questions: list[Question]) -> list[Question]:
+    """The questions whose symbol the index holds (a JSDoc comment can sit on a field no query captures)."""
+    db = sqlite3.connect(f"file:{data_dir / 'journal.sqlite3'}?mode=ro", uri=True)
+    try:
+        starts = {(path, line) for path, line in db.execute("SELECT path, start_line FROM code_symbols")}
+    finally:
+        db.close()
+    return [q for q in questions if q.name is not None or (q.path, q.line) in starts]
+
+
+@contextmanager
+def variant(*, ranked_only: bool = False, fusion: FusionParams | None = None) -> Iterator[None]:
+    """`search_code` without putting named symbols first, or with other fusion settings, for the comparisons."""
+    from project_ledger.code import service
     from project_ledger.code.search import CodeSearch
+
+    named_symbols, shipped = CodeSearch.named_symbols, service.CODE_FUSION
+    if ranked_only:
+        CodeSearch.named_symbols = lambda self, *args, **kwargs: []  # type: ignore[method-assign]
+    service.CODE_FUSION = fusion or shipped
+    try:
+        yield
+    finally:
+        CodeSearch.named_symbols, service.CODE_FUSION = named_symbols, shipped  # type: ignore[method-assign]
+
+
+@contextmanager
+def asking(tree: HeldOut) -> Iterator[Callable[[], list[float]]]:
+    """A function that asks every question of `tree` through `search_code` and returns each 1/rank (0: not in
+    the top 10), on a ledger opened once."""
     from project_ledger.config import Settings
     from project_ledger.factory import open_ledger
 
-    named_symbols = CodeSearch.named_symbols
-    if ranked_only:
-        CodeSearch.named_symbols = lambda self, *args, **kwargs: []  # type: ignore[method-assign]
-    ledger = open_ledger(Settings(root=root, data_dir=data_dir, watch=False), root)
+    ledger = open_ledger(Settings(root=tree.root, data_dir=tree.data_dir, watch=False), tree.root)
     try:
         code = ledger.require_code()
         code.search.load_model()
         code.search.open_now()
-        reciprocal = []
-        for path, question, line, name in questions:
-            hits = code.search_code(question[:300], 10).results
-            found = (i for i, hit in enumerate(hits) if hit.path == path and hit.name == name and hit.start_line <= line <= hit.end_line)
-            rank = next(found, None)
-            reciprocal.append(0.0 if rank is None else 1 / (rank + 1))
+
+        def ask() -> list[float]:
+            out = []
+            for q in tree.questions:
+                hits = code.search_code(q.text[:300], 10).results
+                found = (
+                    i
+                    for i, hit in enumerate(hits)
+                    if hit.path == q.path
+                    and (hit.name == q.name if q.name is not None else hit.start_line == q.line)
+                    and hit.start_line <= q.line <= hit.end_line
+                )
+                rank = next(found, None)
+                out.append(0.0 if rank is None else 1 / (rank + 1))
+            return out
+
+        yield ask
     finally:
         ledger.close()
-        CodeSearch.named_symbols = named_symbols  # type: ignore[method-assign]
-    return statistics.fmean(reciprocal)
+
+
+def mrr(ranks: list[float], half: int | None = None) -> float:
+    """Mean reciprocal rank, of every question or of one half (alternating questions)."""
+    return statistics.fmean(ranks if half is None else ranks[half::2])
+
+
+def tune(results: dict[str, dict[FusionParams, list[float]]]) -> list[str]:
+    """2-fold cross-validation of the fusion setting over every tree at once: chosen on one half of each tree's
+    questions (best summed MRR among settings that lose no more than 0.01 on any tree), scored on the others."""
+    shipped = CODE_FUSION
+    lines = ["| chosen on half | setting | " + " | ".join(f"{t}, other half: shipped -> chosen" for t in results) + " |"]
+    lines.append("|---" * (2 + len(results)) + "|")
+    for half in (0, 1):
+        fitting = [s for s in GRID if all(mrr(r[s], half) >= mrr(r[shipped], half) - 0.01 for r in results.values())]
+        chosen = max(fitting, key=lambda s: sum(mrr(r[s], half) for r in results.values()))
+        cells = [f"{mrr(r[shipped], 1 - half):.3f} -> {mrr(r[chosen], 1 - half):.3f}" for r in results.values()]
+        lines.append(f"| {half + 1} | {label(chosen)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def label(fusion: FusionParams) -> str:
+    return f"k={fusion.k}, dense weight {fusion.dense_weight:g}, {fusion.candidates} per list"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench")
     parser.add_argument("--write", action="store_true", help="update the README's code-search section")
+    parser.add_argument("--tune", action="store_true", help="also sweep code search's fusion settings")
     args = parser.parse_args()
-    rows = ["| tree | questions | MRR@10, as shipped | MRR@10, ranked only |", "|---|---|---|---|"]
-    for requirement in (RICH, CLICK):
-        source = sdist(args.work, requirement)
-        if source is None:
-            log(f"{requirement} skipped (download failed)")
-            continue
-        root = args.work / "held-out" / source.name
-        data_dir = args.work / "held-out-data" / source.name
-        questions = held_out(source, root)
-        if not (data_dir / "journal.sqlite3").exists():
-            command = [EXECUTABLE, "index", str(root), "--json", "--embed", "--data-dir", str(data_dir)]
-            subprocess.run(command, check=True, capture_output=True, env=child_env(), cwd=root)
-        shipped, ranked = (score(root, data_dir, questions, ranked_only) for ranked_only in (False, True))
-        rows.append(f"| {source.name.replace('-', ' ', 1)} | {len(questions)} | {shipped:.3f} | {ranked:.3f} |")
+    load_before = os.getloadavg()[0]
+    rows = [
+        "| tree | language | questions | MRR@10, as shipped | ranked only | dense list alone | BM25 list alone |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    sweeps: dict[str, dict[FusionParams, list[float]]] = {}
+    for tree in prepared(args.work):
+        with asking(tree) as ask:
+            with variant():
+                shipped = mrr(ask())
+            with variant(ranked_only=True):
+                ranked = mrr(ask())
+            legs = []
+            for dense, sparse in ((1.0, 0.0), (0.0, 1.0)):
+                alone = FusionParams(k=CODE_FUSION.k, dense_weight=dense, sparse_weight=sparse, candidates=CODE_FUSION.candidates)
+                with variant(ranked_only=True, fusion=alone):
+                    legs.append(mrr(ask()))
+            if args.tune:
+                sweeps[tree.label] = {}
+                for setting in GRID:
+                    with variant(ranked_only=True, fusion=setting):
+                        sweeps[tree.label][setting] = ask()
+        rows.append(
+            f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {ranked:.3f} | {legs[0]:.3f} | {legs[1]:.3f} |"
+        )
         log(rows[-1])
-    table = "\n".join([*rows, "", "`python benchmarks/code_search.py --write`."])
+    footer = (
+        f"Shipped fusion: {label(CODE_FUSION)}. Measured {datetime.date.today()}, load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after, with `python benchmarks/code_search.py --write{' --tune' if sweeps else ''}`."
+    )
+    table = "\n".join([*rows, "", footer])
+    if sweeps:
+        table += "\n\nFusion, 2-fold cross-validated (`--tune`; ranked only):\n\n" + "\n".join(tune(sweeps))
     print(table)
     if args.write:
         replace_section("code-search", table)

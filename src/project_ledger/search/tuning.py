@@ -25,8 +25,9 @@ class FusionParams:
     candidates: int  # fetched from each list
 
 
-# Code search has no benchmark of its own yet. Set by hand: a small k lets the top few of each list dominate,
-# and a heavier dense list helps descriptive queries ("retry with backoff").
+# Set by hand: a small k lets the top few of each list dominate, and a heavier dense list helps descriptive queries
+# ("retry with backoff"). `benchmarks/code_search.py --tune` found no setting that, chosen on half the questions, also
+# gains on the other half of rich, click and zod at once (README, "Code search").
 CODE_FUSION = FusionParams(k=2, dense_weight=1.5, candidates=20)
 
 # Chosen by `benchmarks/tune_fusion.py` on the project's conversation and LoCoMo dev at once, BM25-only candidates
