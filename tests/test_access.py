@@ -266,7 +266,7 @@ async def test_the_inspector_wants_its_token_once_then_a_cookie_and_audits_its_p
             signed_in = browser.get(f"{base}memories?kind=decision&token={token}")
             assert signed_in.status_code == 303 and signed_in.headers["location"] == "/memories?kind=decision"
             cookie = signed_in.headers["set-cookie"]
-            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token not in cookie
             assert browser.get(base + "status").status_code == 200  # the cookie, not the token, from now on
             page = browser.get(f"{base}memories/{memory}")
             form_token = re.search(r'name="form_token" value="([^"]+)"', page.text)

@@ -11,7 +11,9 @@ HTTP transport, adapted to a browser:
 - A per-process form token in every POST form, for browsers that omit Origin.
 - A token, on loopback too (other accounts reach 127.0.0.1): the address the
   CLI prints carries it once (`?token=`); the guard trades it for an HttpOnly,
-  SameSite=Strict cookie and redirects to the same page without it. HTTP Basic
+  SameSite=Strict cookie and redirects to the same page without it. The cookie
+  holds a random value of this process, not the token: the browser's cookie
+  store never keeps the long-lived secret, and a restart signs every browser out. HTTP Basic
   authentication (any user name, the token as password) works as well, for
   scripts. Only `--no-auth`, refused off loopback, serves without one.
 - Headers forbid framing (clickjacking) and any script or style not served here.
@@ -36,7 +38,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-COOKIE = "ledger_token"
+COOKIE = "ledger_session"
 HEADERS = [
     (b"content-security-policy", b"default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     (b"x-frame-options", b"DENY"),
@@ -80,6 +82,7 @@ class Guard:
         self.hosts = hosts
         self.origins = origins
         self.token = token
+        self._session = secrets.token_urlsafe(32)  # what the cookie carries in place of the token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -88,7 +91,7 @@ class Guard:
         headers = {name: value.decode("latin-1") for name, value in scope["headers"]}
         refusal = self._refusal(headers)
         if refusal is not None and refusal[0] == 401 and (target := self._trade_query_token(scope)) is not None:
-            cookie = f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode()
+            cookie = f"{COOKIE}={self._session}; HttpOnly; SameSite=Strict; Path=/".encode()
             await _plain(send, 303, "Signed in; continue at " + target, [(b"location", target.encode()), (b"set-cookie", cookie)])
             return
         if refusal is not None:
@@ -125,8 +128,7 @@ class Guard:
         except CookieError:
             return False
         given = jar[COOKIE].value if COOKIE in jar else ""
-        assert self.token is not None
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        return hmac.compare_digest(given.encode(), self._session.encode())
 
     def _trade_query_token(self, scope: Scope) -> str | None:
         """For a GET whose query carries the right `token`: the same path and query without it; else None."""
