@@ -265,7 +265,13 @@ def choose_injection(
     return chosen[:MAX_INJECTED]
 
 
-def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int]) -> str | None:
+@dataclass(frozen=True)
+class Injection:
+    text: str
+    ids: list[str]  # the memories `text` holds, best first
+
+
+def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int]) -> Injection | None:
     """Ids, kinds and an excerpt of each, best first, within `budget` tokens, and how to get more; None for none.
 
     Each excerpt sits inside its own `<memory>` record, escaped so that no text can close it: stored text is
@@ -275,6 +281,7 @@ def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[st
     head = "Memories from the project ledger that may bear on this prompt, as records:"
     foot = "Full text: the ledger's `recall` tool with ids=[...]; it also searches for more."
     lines: list[str] = []
+    ids: list[str] = []
     for hit in hits:
         excerpt = " ".join(hit.text.split())
         if len(excerpt) > INJECTED_TEXT_CHARS:
@@ -283,7 +290,8 @@ def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[st
         if count("\n".join([head, *lines, line, foot])) > budget:
             break
         lines.append(line)
-    return "\n".join([head, *lines, foot]) if lines else None
+        ids.append(hit.id)
+    return Injection("\n".join([head, *lines, foot]), ids) if lines else None
 
 
 # -- the service ----------------------------------------------------------------------------
@@ -367,8 +375,8 @@ class Conversation:
         query = retrieval.validate.text(event.prompt, "prompt")
         ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor).ranked
         chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
-        outcome.context = render_injection(chosen, self.params.inject_tokens, estimate_tokens)
-        outcome.injected = [hit.id for hit in chosen if outcome.context and hit.id in outcome.context]
+        if injection := render_injection(chosen, self.params.inject_tokens, estimate_tokens):
+            outcome.context, outcome.injected = injection.text, injection.ids
         return outcome
 
     def record(self, session: str, transcript: Path, roles: Sequence[str], *, import_dates: bool = False) -> int:
