@@ -78,7 +78,7 @@ def main() -> None:
         }
         scale = {
             "for scale: `python -c pass`": [sys.executable, "-c", "pass"],
-            "for scale: importing the CLI": [sys.executable, "-c", "import project_ledger.cli.main"],
+            "for scale: importing the CLI": [sys.executable, "-c", "import project_ledger.cli.commands"],
         }
         walls: dict[str, list[float]] = {name: [] for name in [*commands, *scale]}
         cpus: dict[str, list[float]] = {name: [] for name in walls}

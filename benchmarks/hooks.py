@@ -64,7 +64,7 @@ def main() -> None:
         injected = 0
         for n, query in enumerate(queries(args.runs)):
             times["python"].append(timed_run([sys.executable, "-c", "pass"], None, root)[0])
-            times["imports"].append(timed_run([sys.executable, "-c", "import project_ledger.cli.main"], None, root)[0])
+            times["imports"].append(timed_run([sys.executable, "-c", "import project_ledger.cli.commands"], None, root)[0])
             times["SessionStart"].append(timed_run(COMMAND, {**base, "hook_event_name": "SessionStart", "source": "startup"}, root)[0])
             elapsed, out = timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}, root)
             times["UserPromptSubmit"].append(elapsed)

@@ -6,6 +6,8 @@ wherever it likes. A wrong guess would scatter `.ledger/` directories over the
 disk, so a guess is only taken when the directory looks like a project, and the
 home directory and the filesystem's root are never taken at all. The client's
 MCP roots, when it offers them, settle the question.
+
+Plain standard library: a hook asking a running server for its answer finds the project with this alone.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from project_ledger.config import DATA_DIR_NAME, find_project_root
-
+DATA_DIR_NAME = ".ledger"
 PROJECT_MARKERS = (".git", DATA_DIR_NAME, "project_context.md")
 
 
@@ -27,6 +28,15 @@ class RootChoice:
     root: Path | None
     source: str
     reason: str = ""
+
+
+def find_project_root(cwd: Path) -> Path:
+    """The git top-level containing `cwd` (a `.git` dir or worktree file), else `cwd` itself."""
+    cwd = cwd.resolve()
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return cwd
 
 
 def unsuitable(path: Path) -> str | None:
