@@ -22,7 +22,8 @@ import pytest
 from project_ledger.local_socket import ask, socket_path
 
 from .conftest import EXECUTABLE, Project, cli, journal_bytes
-from .test_hooks import FIXTURE, GITHUB_TOKEN, SESSION, context_of, event, hook, log_lines, turns
+from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, log_lines, turns
+from .test_start_imports import loaded_by
 
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -136,6 +137,12 @@ def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(proj
 
 def test_the_socket_answers_a_bad_request_with_a_clear_error(project: Project, tmp_path: Path) -> None:
     with running_serve(project, tmp_path):
+        # A hook the server answers loads neither the CLI's framework nor the settings' (nor anything heavier).
+        prompt = json.dumps(event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?"))
+        loaded = loaded_by(project, tmp_path, "hook", "claude-code", stdin=prompt)
+        assert "project_ledger" in loaded and not loaded & {"click", "pydantic", "pydantic_settings", "sqlite3"}
+        assert served(log_lines(project)[-1])
+
         path = socket_path(project.data_dir)
         answer = ask(path, {"kind": "recall"}, timeout=60)
         assert answer is not None and "'kind': 'hook'" in answer["error"]

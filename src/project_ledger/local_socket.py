@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import socket
 import threading
@@ -27,8 +26,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 SOCKET_NAME = "serve.sock"
 LOCK_NAME = "serve.sock.lock"
@@ -190,7 +187,9 @@ class Listener:
         try:
             return self._handler(request)
         except Exception as exc:  # one request's failure must not stop the listener
-            log.exception("a local socket request failed")
+            import logging  # here: a hook asking a server never needs it
+
+            logging.getLogger(__name__).exception("a local socket request failed")
             return {"error": f"the server failed on this request ({type(exc).__name__}: {exc})"}
 
 

@@ -13,16 +13,14 @@ Plain standard library: a hook asking a running server for its answer finds the 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from typing import NamedTuple
 
 DATA_DIR_NAME = ".ledger"
 PROJECT_MARKERS = (".git", DATA_DIR_NAME, "project_context.md")
 
 
-@dataclass(frozen=True)
-class RootChoice:
+class RootChoice(NamedTuple):
     """The project root, or None with the reason none was taken; `source` says where it came from."""
 
     root: Path | None
@@ -65,6 +63,8 @@ def from_working_directory(cwd: Path) -> RootChoice:
 
 def from_client_roots(uris: list[str]) -> RootChoice:
     """The first local directory among the client's roots (its workspace folders, in its order)."""
+    from urllib.parse import unquote, urlparse
+
     for uri in uris:
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
