@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from project_ledger.local_socket import ask, socket_path
+from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 
-from .conftest import EXECUTABLE, Project, cli, journal_bytes
+from .conftest import EXECUTABLE, Project, cli, journal_bytes, run_cli
 from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, log_lines, turns
 from .test_start_imports import loaded_by
 
@@ -135,17 +135,25 @@ def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(proj
     assert [(role, text) for role, text in turns(project)] == [("user", "How do invoice export retries back off?")]
 
 
-def test_the_socket_answers_a_bad_request_with_a_clear_error(project: Project, tmp_path: Path) -> None:
+def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(project: Project, tmp_path: Path) -> None:
+    decision = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
     with running_serve(project, tmp_path):
         # A hook the server answers loads neither the CLI's framework nor the settings' (nor anything heavier).
         prompt = json.dumps(event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?"))
         loaded = loaded_by(project, tmp_path, "hook", "claude-code", stdin=prompt)
         assert "project_ledger" in loaded and not loaded & {"click", "pydantic", "pydantic_settings", "sqlite3"}
         assert served(log_lines(project)[-1])
+        # A recall the server answers uses its model: this process loads none.
+        loaded = loaded_by(project, tmp_path, "recall", "how do export retries back off", "--json", "--root", str(project.root))
+        assert not loaded & {"fastembed", "onnxruntime", "numpy"}
+        result = cli(project, "recall", "how do export retries back off", "--json")
+        assert result["mode"] == "hybrid" and result["results"][0]["id"] == decision
+        refused = run_cli(project, "recall", "anything", "-k", "0")
+        assert refused.returncode == 1 and "k" in refused.stderr and "Traceback" not in refused.stderr
 
         path = socket_path(project.data_dir)
-        answer = ask(path, {"kind": "recall"}, timeout=60)
-        assert answer is not None and "'kind': 'hook'" in answer["error"]
+        answer = ask(path, {"kind": "remember"}, timeout=60)
+        assert answer is not None and "'kind' must be 'hook' or 'recall'" in answer["error"]
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(60)
             conn.connect(str(path))
@@ -156,3 +164,6 @@ def test_the_socket_answers_a_bad_request_with_a_clear_error(project: Project, t
         assert ask(path, {"kind": "hook", "client": "claude-code", "input": "{}", "settings": "another"}, timeout=60) == {
             "declined": "the hook runs with other LEDGER_* settings than this server"
         }
+        ours = settings_fingerprint({**os.environ, **project.env})
+        bad = ask(path, {"kind": "recall", "settings": ours, "data_dir": str(project.data_dir), "arguments": {"q": "x"}}, timeout=60)
+        assert bad is not None and "'arguments' (some of k, kinds" in bad["error"]

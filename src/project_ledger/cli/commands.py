@@ -97,7 +97,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     """
     import anyio
 
-    from project_ledger.cli.hook_server import answering_hooks
+    from project_ledger.cli.serve_socket import answering_hooks
     from project_ledger.mcp.app import create_server
 
     if transport == "stdio":
@@ -188,12 +188,23 @@ def recall(
     Example:
       project-ledger recall "how do retries back off?" -k 3
     """
+    from project_ledger.cli.serve_client import recall_from_server
+    from project_ledger.config import resolve_paths
     from project_ledger.memory.recall import render_results
+    from project_ledger.models import RecallResult
 
-    with opened(settings, index=True, model=True) as ledger:
-        result = ledger.recall(
-            query, k=k, kinds=list(kinds) or None, tags=list(tags) or None, since=since, until=until, min_relevance=min_relevance
-        )
+    arguments = {
+        "query": query, "k": k, "kinds": list(kinds) or None, "tags": list(tags) or None, "since": since, "until": until,
+        "min_relevance": min_relevance,
+    }  # fmt: skip
+    served = recall_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments)  # its model is loaded already
+    if served is not None and "failed" in served:
+        raise click.ClickException(served["failed"])
+    if served is not None:
+        result = RecallResult.model_validate(served["result"])
+    else:
+        with opened(settings, index=True, model=True) as ledger:
+            result = ledger.recall(**arguments)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return

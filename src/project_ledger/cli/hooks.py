@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from project_ledger.cli.hook_client import emit
+from project_ledger.cli.serve_client import emit
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings

@@ -1,7 +1,7 @@
 """The `project-ledger` command's entry point, kept to the standard library.
 
 A client hook (`project-ledger hook claude-code`) first asks the project's running server over its local socket
-(`cli/hook_client.py`), before the CLI and its settings are loaded at all: that is most of a hook's cost. Every
+(`cli/serve_client.py`), before the CLI and its settings are loaded at all: that is most of a hook's cost. Every
 other call, and a hook no server answers, goes to the click commands in `cli/commands.py`.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 def main() -> None:
     if sys.argv[1:2] == ["hook"]:
-        from project_ledger.cli.hook_client import answer_from_server
+        from project_ledger.cli.serve_client import answer_from_server
 
         if answer_from_server(sys.argv[2:]):
             return

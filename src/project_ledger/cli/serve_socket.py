@@ -1,9 +1,11 @@
-"""`serve`'s side of the hooks' short way: it answers the hooks of the project it serves on its local socket.
+"""`serve`'s side of the short way: it answers the hooks, and CLI recalls, of the project it serves on its local
+socket (`cli/serve_client.py` is the other side).
 
-While the agent's session is up, its `serve` has the journal, the index and the tokenizer open; a hook sent here
-is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger, and the
-answer goes back once the journal write is committed. The server declines (and the hook works alone) when it runs
-with other `LEDGER_*` settings than the hook, or when the hook's ledger is not the one it serves.
+While the agent's session is up, its `serve` has the journal, the index, the tokenizer and the model open. A hook
+sent here is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger,
+and the answer goes back once the journal write is committed; a recall is the ledger's own `recall`. The server
+declines (and the caller works alone) when it runs with other `LEDGER_*` settings than the caller, or when the
+caller's ledger is not the one it serves.
 
 The socket follows the served project: a server that switches projects (the client's roots) moves its socket,
 and one that cannot open its ledger listens nowhere. A second server on the same project finds the socket taken
@@ -20,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from project_ledger.cli.hook_client import CLIENTS
 from project_ledger.cli.hooks import Declined, run_hook
+from project_ledger.cli.serve_client import CLIENTS
 from project_ledger.errors import LedgerError
 from project_ledger.local_socket import Listener, settings_fingerprint
 
@@ -34,13 +36,45 @@ log = logging.getLogger(__name__)
 FOLLOW_SECONDS = 2.0  # how often the socket checks which project is served, and whether it may listen
 
 
-def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService], fingerprint: str) -> dict[str, Any]:
-    """The answer to one request on the socket: `{"output": ...}` (what the hook prints, the event handled and
-    logged as the hook would have), `{"declined": why}` or `{"error": why}` (the hook then works alone)."""
-    if request.get("kind") != "hook" or request.get("client") not in CLIENTS or not isinstance(request.get("input"), str):
-        return {"error": f"a request must be {{'kind': 'hook', 'client': one of {', '.join(CLIENTS)}, 'input': the hook's JSON}}"}
+RECALL_ARGUMENTS = frozenset({"query", "k", "kinds", "tags", "since", "until", "min_relevance"})
+
+
+def answer(request: dict[str, Any], served: Callable[[], LedgerService], fingerprint: str) -> dict[str, Any]:
+    """The answer to one request on the socket (see `hook_answer` and `recall_answer`); `{"declined": why}` or
+    `{"error": why}` send the caller to do its own work."""
+    kind = request.get("kind")
+    if kind not in ("hook", "recall"):
+        return {"error": "a request's 'kind' must be 'hook' or 'recall'"}
     if request.get("settings") != fingerprint:
-        return {"declined": "the hook runs with other LEDGER_* settings than this server"}
+        return {"declined": f"the {kind} runs with other LEDGER_* settings than this server"}
+    return hook_answer(request, served) if kind == "hook" else recall_answer(request, served)
+
+
+def recall_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+    """`{"result": ...}`, the served ledger's recall as JSON, or `{"failed": why}` when the ledger refuses the
+    arguments (the CLI says why, as it would have itself)."""
+    arguments, data_dir = request.get("arguments"), request.get("data_dir")
+    if not isinstance(arguments, dict) or not isinstance(data_dir, str) or not set(arguments) <= RECALL_ARGUMENTS:
+        return {"error": f"a recall request needs 'data_dir' (a path) and 'arguments' (some of {', '.join(sorted(RECALL_ARGUMENTS))})"}
+    try:
+        ledger = served()
+    except LedgerError as exc:
+        return {"declined": f"this server's ledger is not open: {exc}"}
+    if ledger.paths.data_dir != Path(data_dir):
+        return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
+    try:
+        return {"result": ledger.recall(**arguments).model_dump(mode="json")}
+    except LedgerError as exc:
+        return {"failed": str(exc)}
+    except TypeError as exc:  # an argument of the wrong type
+        return {"error": f"bad recall arguments: {exc}"}
+
+
+def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+    """`{"output": ...}`: what the hook prints, the event handled and logged as the hook would have; or
+    `{"declined": why}`."""
+    if request.get("client") not in CLIENTS or not isinstance(request.get("input"), str):
+        return {"error": f"a hook request needs 'client' (one of {', '.join(CLIENTS)}) and 'input' (the hook's JSON)"}
     option = request.get("data_dir")
     if option is not None and not isinstance(option, str):
         return {"error": "'data_dir' must be a path or null"}
@@ -94,7 +128,7 @@ class HookSocket:
                 current.close()
                 self._listener = current = None
             if current is None and data_dir is not None and not self._stopped.is_set():
-                listener = Listener(data_dir, lambda request: hook_answer(request, self._served, self._fingerprint))
+                listener = Listener(data_dir, lambda request: answer(request, self._served, self._fingerprint))
                 try:
                     if listener.open():
                         self._listener = listener
@@ -108,7 +142,7 @@ class HookSocket:
 
 @contextmanager
 def answering_hooks(served: Callable[[], LedgerService]) -> Iterator[None]:
-    """While the block runs, the served project's hooks are answered on its socket."""
+    """While the block runs, the served project's hooks and recalls are answered on its socket."""
     socket = HookSocket(served)
     socket.start()
     try:

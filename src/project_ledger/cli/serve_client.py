@@ -1,12 +1,15 @@
-"""A hook's short way: the project's running `serve` answers it over its local socket.
+"""The short way of a hook (and of `recall`): the project's running `serve` answers it over its local socket.
 
 A hook is a new process on every prompt. Loading the CLI, its settings and the services, then opening the journal
 and an index slot, is most of its time; a server already has all of them open. So before any of that is loaded,
 the hook finds the project's data directory (as `serve` finds the project), and, if a server listens there, sends
-it the event and prints its answer. The server handles it exactly as the hook would (`cli/hook_server.py`), but
+it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_socket.py`), but
 only when it runs with the same `LEDGER_*` settings and serves the data directory the hook would have used;
 otherwise it declines. No server, a stale socket, a decline, a timeout or any failure on the way: the hook does
 the work itself, with its input as it was read.
+
+`recall` takes the same way from inside its command, once its settings are read: the server's model is loaded
+already, which is most of a CLI recall's time.
 
 Standard library only (and the project finder, which is too): importing anything more here would cost every hook.
 """
@@ -82,6 +85,19 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
     answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
     output = answer.get("output") if answer is not None else None
     return output if isinstance(output, str) else None
+
+
+RECALL_SECONDS = 10.0  # a recall may wait for the server's index to open or its model to finish loading
+
+
+def recall_from_server(data_dir: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """The running server's recall for `arguments` on the ledger in `data_dir`: `{"result": ...}` (the recall
+    result as JSON) or `{"failed": why}` (the ledger refused the arguments); None when no server answers for it."""
+    request = {"kind": "recall", "data_dir": str(data_dir), "arguments": arguments, "settings": settings_fingerprint(os.environ)}
+    answer = ask(socket_path(data_dir), request, RECALL_SECONDS)
+    if answer is None or not ("result" in answer or isinstance(answer.get("failed"), str)):
+        return None
+    return answer
 
 
 def answer_from_server(args: list[str]) -> bool:
