@@ -122,6 +122,8 @@ def main() -> None:
             before = len(log.read_text().splitlines())
             measure(root, base, transcript, args.runs, served, args.runs)
             answered = log.read_text().splitlines()[before:]
+        # The server's own share of each served call, as it logs it ("<n>ms served").
+        inside = {name: [int(line.split("ms served")[0].rsplit(" ", 1)[1]) / 1000 for line in answered if f" {name} " in line] for name in events}
         if not all(" served " in line for line in answered):
             raise SystemExit(f"a hook meant for the server worked alone: {next(line for line in answered if ' served ' not in line)}")
         errors = [line for line in log.read_text().splitlines() if " error " in line]
@@ -143,6 +145,11 @@ def main() -> None:
             row("SessionStart (session-start pack, 1,500 tokens)", "SessionStart"),
             row(f"UserPromptSubmit (turn stored, BM25 recall, injection: {injected} of {args.runs} prompts got some)", "UserPromptSubmit"),
             row("Stop (one new assistant message read and stored)", "Stop"),
+            "| of which in the server, UserPromptSubmit / SessionStart / Stop (from its log) | | | "
+            + " / ".join(ms(inside[name]) for name in ("UserPromptSubmit", "SessionStart", "Stop"))
+            + " | "
+            + " / ".join(ms(inside[name], 95) for name in ("UserPromptSubmit", "SessionStart", "Stop"))
+            + " |",
             f"| first hook on this ledger, no server (its index slot built from the journal) | {first * 1000:.0f} ms | | | |",
             f"| for scale: `python -c pass` | {ms(times['python'])} | {ms(times['python'], 95)} | | |",
             f"| for scale: importing the ledger's CLI | {ms(times['imports'])} | {ms(times['imports'], 95)} | | |",
