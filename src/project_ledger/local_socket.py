@@ -41,12 +41,15 @@ def socket_path(data_dir: Path) -> Path:
     return data_dir / SOCKET_NAME
 
 
+def settings_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The environment variables the ledger's settings read, names upper-cased (the settings read them so)."""
+    return tuple(sorted((key.upper(), value) for key, value in environ.items() if key.upper().startswith(SHARED_SETTINGS)))
+
+
 def settings_fingerprint(environ: Mapping[str, str]) -> str:
-    """A digest of the environment variables the ledger's settings read (names compared case-insensitively, as the
-    settings read them). A server answers a hook only when its digest is the same: then both would have built
-    the same settings, and the answer is the one the hook would have worked out itself."""
-    shared = sorted((key.upper(), value) for key, value in environ.items() if key.upper().startswith(SHARED_SETTINGS))
-    return hashlib.sha256(json.dumps(shared).encode()).hexdigest()
+    """A digest of `settings_environment`. A server answers a hook only when its digest is the same: then both
+    would have built the same settings, and the answer is the one the hook would have worked out itself."""
+    return hashlib.sha256(json.dumps(settings_environment(environ)).encode()).hexdigest()
 
 
 @contextmanager

@@ -9,6 +9,7 @@ made on use: a hook process pays only for what its event needs.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -56,7 +57,17 @@ def log_hook(data_dir: Path | None, line: str) -> None:
 
 def hook_settings(data_dir: Path | None) -> Settings:
     """The environment's settings for a hook: no code index (a hook never reads code), and a short wait for the
-    journal's write lock."""
+    journal's write lock. Built once per environment: reading them takes a server answering hooks tens of ms."""
+    import os
+
+    from project_ledger.local_socket import settings_environment
+
+    return _hook_settings(data_dir, settings_environment(os.environ))
+
+
+@functools.lru_cache(maxsize=8)
+def _hook_settings(data_dir: Path | None, _environment: tuple[tuple[str, str], ...]) -> Settings:
+    """`hook_settings` for one environment (the key; the settings read it from os.environ)."""
     from project_ledger.config import Settings
 
     settings = Settings(**({"data_dir": data_dir} if data_dir is not None else {}))
