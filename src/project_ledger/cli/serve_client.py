@@ -78,10 +78,9 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
         return None
     if data_dir is None:
         return None
-    request = {
-        "kind": "hook", "client": client, "input": text, "data_dir": str(option) if option is not None else None,
-        "settings": settings_fingerprint(environ),
-    }  # fmt: skip
+    # A relative --data-dir means this process's folder, not the server's.
+    absolute = str(option.expanduser().resolve()) if option is not None else None
+    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": settings_fingerprint(environ)}
     answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
     output = answer.get("output") if answer is not None else None
     return output if isinstance(output, str) else None
