@@ -3,13 +3,14 @@ listens, and a stale socket file. The whole path, a real `serve` and real hooks,
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from project_ledger.cli.serve_client import data_dir_for, hook_arguments
+from project_ledger.cli.serve_client import data_dir_for, hook_arguments, served_output
 from project_ledger.local_socket import SUPPORTED, Listener, ask, settings_fingerprint, socket_path
 
 needs_unix_sockets = pytest.mark.skipif(not SUPPORTED, reason="no Unix sockets on this platform: hooks always work alone")
@@ -90,3 +91,22 @@ def test_a_data_directory_too_deep_for_a_socket_address_still_gets_one(tmp_path:
         assert ask(socket_path(deep), {"c": 3}, timeout=30) == {"got": {"c": 3}}
     finally:
         listener.close()
+
+
+@needs_unix_sockets
+def test_a_relative_data_dir_reaches_the_server_as_the_hook_meant_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    listener = Listener(data_dir, lambda request: {"output": json.dumps(request)})
+    assert listener.open()
+    try:
+        monkeypatch.chdir(tmp_path)
+        raw = json.dumps({"hook_event_name": "Stop", "session_id": "s", "cwd": str(tmp_path)}).encode()
+        output = served_output(raw, "claude-code", Path("data"), {"LEDGER_HOOK_RECORD": "false"})
+    finally:
+        listener.close()
+    assert output is not None
+    request = json.loads(output)
+    assert request["data_dir"] == str(data_dir.resolve())  # the hook's folder, not the server's
+    assert request["settings"] == settings_fingerprint({"ledger_hook_record": "false"}) and request["input"] == raw.decode()
+    assert served_output(b"\xff not utf-8", "claude-code", Path("data"), {}) is None  # left to the full hook
