@@ -11,9 +11,9 @@ corpus's queries (retrieval on BM25, injection included); each Stop reads one ne
 transcript. The first hook on a ledger builds its index slot from the journal: timed apart. For scale, the cost
 of starting Python alone and of importing the ledger's modules is measured the same way.
 
-Each event is timed twice: with no server (the hook does all the work itself) and with the project's `serve` up,
-as it is while the agent's session runs (the hook hands the event to it over its local socket). Every served
-call is checked in the hooks log to have been answered by the server.
+Each event is timed with no server (the hook does all the work itself) and with the project's `serve` up, as it
+is while the agent's session runs (the hook hands the event to it over its local socket), in alternating blocks.
+Every served call is checked in the hooks log to have been answered by the server.
 """
 
 from __future__ import annotations
@@ -80,10 +80,10 @@ def serving(root: Path) -> Iterator[None]:
         process.stdout.close()
 
 
-def measure(root: Path, base: dict[str, object], transcript: Path, runs: int, times: dict[str, list[float]], start: int) -> int:
-    """`runs` calls of each event into `times`; how many prompts got an injection."""
+def measure(root: Path, base: dict[str, object], transcript: Path, prompts: list[str], times: dict[str, list[float]], start: int) -> int:
+    """One call of each event per prompt into `times`; how many prompts got an injection."""
     injected = 0
-    for n, query in enumerate(queries(runs)):
+    for n, query in enumerate(prompts):
         times["SessionStart"].append(timed_run(COMMAND, {**base, "hook_event_name": "SessionStart", "source": "startup"}, root)[0])
         elapsed, out = timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}, root)
         times["UserPromptSubmit"].append(elapsed)
@@ -115,13 +115,17 @@ def main() -> None:
         for _ in range(args.runs):
             times["python"].append(timed_run([sys.executable, "-c", "pass"], None, root)[0])
             times["imports"].append(timed_run([sys.executable, "-c", "import project_ledger.cli.commands"], None, root)[0])
-        injected = measure(root, base, transcript, args.runs, alone, 0)
+        # Two blocks of each, alternating, so that a change of the machine's load falls on both settings.
+        prompts, half = queries(args.runs), args.runs // 2
         log = root / ".ledger" / "logs" / "hooks.log"
-        with serving(root):
-            timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": "warm up the server"}, root)
-            before = len(log.read_text().splitlines())
-            measure(root, base, transcript, args.runs, served, args.runs)
-            answered = log.read_text().splitlines()[before:]
+        injected, answered = 0, []
+        for start, block in ((0, prompts[:half]), (half, prompts[half:])):
+            injected += measure(root, base, transcript, block, alone, 2 * start)
+            with serving(root):
+                timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": "warm up the server"}, root)
+                before = len(log.read_text().splitlines())
+                measure(root, base, transcript, [f"{prompt} (again)" for prompt in block], served, 2 * start + len(block))
+                answered += log.read_text().splitlines()[before:]
         # The server's own share of each served call, as it logs it ("<n>ms served").
         inside = {name: [int(line.split("ms served")[0].rsplit(" ", 1)[1]) / 1000 for line in answered if f" {name} " in line] for name in events}
         if not all(" served " in line for line in answered):
