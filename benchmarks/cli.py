@@ -8,6 +8,7 @@ Each run is `python -m project_ledger <command> --root <project>`, timed from sp
 CPU time of the process (user + system), which a loaded machine disturbs less. The ledger is the synthetic journal
 of `performance.py` (stored vectors, so a catching-up index reads them) in a project with a small source tree,
 indexed once. Each command's index slot is built before timing. For scale: starting Python, and importing the CLI.
+Then `recall` is timed again with the project's `serve` up (it answers over its local socket, its model loaded).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hooks import serving
 from performance import synthetic_journal
 
 SOURCE = '''"""Invoices."""
@@ -74,19 +76,29 @@ def main() -> None:
             "`history`": ["history", memory_id, *where],
             "`pin`": ["pin", memory_id, *where],
             "`symbols` (code index brought up to date first)": ["symbols", "export_invoices", *where],
-            "`recall` (model loaded, hybrid search)": ["recall", "how are invoices exported", "-k", "3", *where],
+            "`recall`, no server (model loaded, hybrid search)": ["recall", "how are invoices exported", "-k", "3", *where],
         }
         scale = {
             "for scale: `python -c pass`": [sys.executable, "-c", "pass"],
-            "for scale: importing the CLI": [sys.executable, "-c", "import project_ledger.cli.main"],
+            "for scale: importing the CLI": [sys.executable, "-c", "import project_ledger.cli.commands"],
         }
-        walls: dict[str, list[float]] = {name: [] for name in [*commands, *scale]}
+        served = "`recall` with `serve` up (answered by the server, its model loaded)"
+        walls: dict[str, list[float]] = {name: [] for name in [*commands, served, *scale]}
         cpus: dict[str, list[float]] = {name: [] for name in walls}
         for n in range(args.runs):  # interleaved, so that a burst of load falls on every command alike
             for name, argv in [*((k, [*ledger, *(a.format(n=n) for a in v)]) for k, v in commands.items()), *scale.items()]:
                 wall, cpu, _ = timed(argv, root)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
+        with serving(root):
+            from project_ledger.cli.serve_client import recall_from_server
+
+            if recall_from_server((root / ".ledger").resolve(), {"query": "warm up"}) is None:
+                raise SystemExit("the running serve did not answer a recall")
+            for _ in range(args.runs):
+                wall, cpu, _ = timed([*ledger, *commands["`recall`, no server (model loaded, hybrid search)"]], root)
+                walls[served].append(wall)
+                cpus[served].append(cpu)
     load_after = os.getloadavg()
 
     def ms(values: list[float]) -> str:

@@ -10,6 +10,10 @@ Each call is what Claude Code runs: `python -m project_ledger hook claude-code` 
 corpus's queries (retrieval on BM25, injection included); each Stop reads one new assistant message appended to a
 transcript. The first hook on a ledger builds its index slot from the journal: timed apart. For scale, the cost
 of starting Python alone and of importing the ledger's modules is measured the same way.
+
+Each event is timed with no server (the hook does all the work itself) and with the project's `serve` up, as it
+is while the agent's session runs (the hook hands the event to it over its local socket), in alternating blocks.
+Every served call is checked in the hooks log to have been answered by the server.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ import argparse
 import json
 import os
 import platform
+import select
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from performance import percentile, queries, synthetic_journal
@@ -46,6 +53,47 @@ def assistant_line(n: int) -> str:
     return json.dumps({"type": "assistant", "sessionId": "bench", "timestamp": "2026-12-01T10:00:00Z", "message": message}) + "\n"
 
 
+@contextmanager
+def serving(root: Path) -> Iterator[None]:
+    """The project's `serve`, as a client starts it: over stdio, initialized, its hook socket up."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "project_ledger", "serve", "--root", str(root)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hooks-benchmark", "version": "1"}}
+        process.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n").encode())
+        process.stdin.flush()
+        if not select.select([process.stdout], [], [], 300)[0]:
+            raise SystemExit("serve did not answer initialize")
+        process.stdout.readline()
+        deadline = time.monotonic() + 120
+        while not (root / ".ledger" / "serve.sock").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("serve opened no hook socket")
+            time.sleep(0.05)
+        yield
+    finally:
+        process.stdin.close()
+        process.wait(timeout=120)
+        process.stdout.close()
+
+
+def measure(root: Path, base: dict[str, object], transcript: Path, prompts: list[str], times: dict[str, list[float]], start: int) -> int:
+    """One call of each event per prompt into `times`; how many prompts got an injection."""
+    injected = 0
+    for n, query in enumerate(prompts):
+        times["SessionStart"].append(timed_run(COMMAND, {**base, "hook_event_name": "SessionStart", "source": "startup"}, root)[0])
+        elapsed, out = timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}, root)
+        times["UserPromptSubmit"].append(elapsed)
+        injected += bool(out.strip())
+        with transcript.open("a") as handle:
+            handle.write(assistant_line(start + n))
+        times["Stop"].append(timed_run(COMMAND, {**base, "hook_event_name": "Stop", "stop_hook_active": False}, root)[0])
+    return injected
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10_000, help="memories in the ledger")
@@ -60,41 +108,58 @@ def main() -> None:
         transcript.write_text("")
         base = {"session_id": "bench", "transcript_path": str(transcript), "cwd": str(root)}
         first, _ = timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": "warm up"}, root)
-        times: dict[str, list[float]] = {"python": [], "imports": [], "SessionStart": [], "UserPromptSubmit": [], "Stop": []}
-        injected = 0
-        for n, query in enumerate(queries(args.runs)):
+        events = ("SessionStart", "UserPromptSubmit", "Stop")
+        alone: dict[str, list[float]] = {name: [] for name in events}
+        served: dict[str, list[float]] = {name: [] for name in events}
+        times: dict[str, list[float]] = {"python": [], "imports": []}
+        for _ in range(args.runs):
             times["python"].append(timed_run([sys.executable, "-c", "pass"], None, root)[0])
-            times["imports"].append(timed_run([sys.executable, "-c", "import project_ledger.cli.main"], None, root)[0])
-            times["SessionStart"].append(timed_run(COMMAND, {**base, "hook_event_name": "SessionStart", "source": "startup"}, root)[0])
-            elapsed, out = timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}, root)
-            times["UserPromptSubmit"].append(elapsed)
-            injected += bool(out.strip())
-            with transcript.open("a") as handle:
-                handle.write(assistant_line(n))
-            times["Stop"].append(timed_run(COMMAND, {**base, "hook_event_name": "Stop", "stop_hook_active": False}, root)[0])
-        log = (root / ".ledger" / "logs" / "hooks.log").read_text().splitlines()
-        errors = [line for line in log if " error " in line]
+            times["imports"].append(timed_run([sys.executable, "-c", "import project_ledger.cli.commands"], None, root)[0])
+        # Two blocks of each, alternating, so that a change of the machine's load falls on both settings.
+        prompts, half = queries(args.runs), args.runs // 2
+        log = root / ".ledger" / "logs" / "hooks.log"
+        injected, answered = 0, []
+        for start, block in ((0, prompts[:half]), (half, prompts[half:])):
+            injected += measure(root, base, transcript, block, alone, 2 * start)
+            with serving(root):
+                timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": "warm up the server"}, root)
+                before = len(log.read_text().splitlines())
+                measure(root, base, transcript, [f"{prompt} (again)" for prompt in block], served, 2 * start + len(block))
+                answered += log.read_text().splitlines()[before:]
+        # The server's own share of each served call, as it logs it ("<n>ms served").
+        inside = {name: [int(line.split("ms served")[0].rsplit(" ", 1)[1]) / 1000 for line in answered if f" {name} " in line] for name in events}
+        if not all(" served " in line for line in answered):
+            raise SystemExit(f"a hook meant for the server worked alone: {next(line for line in answered if ' served ' not in line)}")
+        errors = [line for line in log.read_text().splitlines() if " error " in line]
         if errors:
             raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0]}")
     load_after = os.getloadavg()
 
-    def row(label: str, values: list[float]) -> str:
-        return f"| {label} | {statistics.median(values) * 1000:.0f} ms | {percentile(values, 95) * 1000:.0f} ms |"
+    def ms(values: list[float], p: int | None = None) -> str:
+        return f"{(percentile(values, p) if p else statistics.median(values)) * 1000:.0f} ms"
+
+    def row(label: str, name: str) -> str:
+        return f"| {label} | {ms(alone[name])} | {ms(alone[name], 95)} | {ms(served[name])} | {ms(served[name], 95)} |"
 
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
     table = "\n".join(
         [
-            "| hook call, process start included | median | p95 |",
-            "|---|---|---|",
-            row("SessionStart (session-start pack, 1,500 tokens)", times["SessionStart"]),
-            row(f"UserPromptSubmit (turn stored, BM25 recall, injection: {injected} of {args.runs} prompts got some)", times["UserPromptSubmit"]),
-            row("Stop (one new assistant message read and stored)", times["Stop"]),
-            f"| first hook on this ledger (its index slot built from the journal) | {first * 1000:.0f} ms | |",
-            row("for scale: `python -c pass`", times["python"]),
-            row("for scale: importing the ledger's CLI", times["imports"]),
+            "| hook call, process start included | no server: median | p95 | `serve` up: median | p95 |",
+            "|---|---|---|---|---|",
+            row("SessionStart (session-start pack, 1,500 tokens)", "SessionStart"),
+            row(f"UserPromptSubmit (turn stored, BM25 recall, injection: {injected} of {args.runs} prompts got some)", "UserPromptSubmit"),
+            row("Stop (one new assistant message read and stored)", "Stop"),
+            "| of which in the server, UserPromptSubmit / SessionStart / Stop (from its log) | | | "
+            + " / ".join(ms(inside[name]) for name in ("UserPromptSubmit", "SessionStart", "Stop"))
+            + " | "
+            + " / ".join(ms(inside[name], 95) for name in ("UserPromptSubmit", "SessionStart", "Stop"))
+            + " |",
+            f"| first hook on this ledger, no server (its index slot built from the journal) | {first * 1000:.0f} ms | | | |",
+            f"| for scale: `python -c pass` | {ms(times['python'])} | {ms(times['python'], 95)} | | |",
+            f"| for scale: importing the ledger's CLI | {ms(times['imports'])} | {ms(times['imports'], 95)} | | |",
             "",
             (
-                f"{args.size:,} memories, {args.runs} calls per event. Measured {time.strftime('%Y-%m-%d')} on {machine} "
+                f"{args.size:,} memories, {args.runs} calls per event and setting. Measured {time.strftime('%Y-%m-%d')} on {machine} "
                 f"(shared; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), with `python benchmarks/hooks.py`."
             ),
         ]

@@ -15,9 +15,9 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from project_ledger.project_root import DATA_DIR_NAME, find_project_root
 from project_ledger.search.tuning import RankingParams
 
-DATA_DIR_NAME = ".ledger"
 # What Qdrant accepts in a collection name and a shell or URL needs no quoting for.
 COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 IndexKind = Literal["memories", "code"]
@@ -229,15 +229,6 @@ class ProjectPaths:
         """
         slug = re.sub(r"[^a-z0-9]+", "-", self.root.name.lower()).strip("-")[:40] or "project"
         return f"{prefix}-{slug}-{journal_id}"
-
-
-def find_project_root(cwd: Path) -> Path:
-    """The git top-level containing `cwd` (a `.git` dir or worktree file), else `cwd` itself."""
-    cwd = cwd.resolve()
-    for candidate in (cwd, *cwd.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return cwd
 
 
 def resolve_paths(settings: Settings, cwd: Path) -> ProjectPaths:

@@ -6,27 +6,35 @@ wherever it likes. A wrong guess would scatter `.ledger/` directories over the
 disk, so a guess is only taken when the directory looks like a project, and the
 home directory and the filesystem's root are never taken at all. The client's
 MCP roots, when it offers them, settle the question.
+
+Plain standard library: a hook asking a running server for its answer finds the project with this alone.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from typing import NamedTuple
 
-from project_ledger.config import DATA_DIR_NAME, find_project_root
-
+DATA_DIR_NAME = ".ledger"
 PROJECT_MARKERS = (".git", DATA_DIR_NAME, "project_context.md")
 
 
-@dataclass(frozen=True)
-class RootChoice:
+class RootChoice(NamedTuple):
     """The project root, or None with the reason none was taken; `source` says where it came from."""
 
     root: Path | None
     source: str
     reason: str = ""
+
+
+def find_project_root(cwd: Path) -> Path:
+    """The git top-level containing `cwd` (a `.git` dir or worktree file), else `cwd` itself."""
+    cwd = cwd.resolve()
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return cwd
 
 
 def unsuitable(path: Path) -> str | None:
@@ -55,6 +63,8 @@ def from_working_directory(cwd: Path) -> RootChoice:
 
 def from_client_roots(uris: list[str]) -> RootChoice:
     """The first local directory among the client's roots (its workspace folders, in its order)."""
+    from urllib.parse import unquote, urlparse
+
     for uri in uris:
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):

@@ -9,16 +9,23 @@ made on use: a hook process pays only for what its event needs.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from project_ledger.cli.serve_client import emit
+
 if TYPE_CHECKING:
     from project_ledger.config import Settings
+    from project_ledger.memory.conversation import HookEvent
+    from project_ledger.memory.service import LedgerService
 
 HOOK_LOG_BYTES = 1 << 20  # then it moves to hooks.log.1, replacing the one before
 
@@ -50,16 +57,47 @@ def log_hook(data_dir: Path | None, line: str) -> None:
 
 def hook_settings(data_dir: Path | None) -> Settings:
     """The environment's settings for a hook: no code index (a hook never reads code), and a short wait for the
-    journal's write lock."""
+    journal's write lock. Built once per environment: reading them takes a server answering hooks tens of ms."""
+    import os
+
+    from project_ledger.local_socket import settings_environment
+
+    return _hook_settings(data_dir, settings_environment(os.environ))
+
+
+@functools.lru_cache(maxsize=8)
+def _hook_settings(data_dir: Path | None, _environment: tuple[tuple[str, str], ...]) -> Settings:
+    """`hook_settings` for one environment (the key; the settings read it from os.environ)."""
     from project_ledger.config import Settings
 
     settings = Settings(**({"data_dir": data_dir} if data_dir is not None else {}))
     return settings.model_copy(update={"code_index": False, "watch": False, "journal_wait_seconds": settings.hook_wait_seconds})
 
 
-def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-code") -> str:
-    """Handle one hook call of `client` (claude-code or cursor); returns what to print (possibly nothing). Never
-    raises."""
+class Declined(Exception):
+    """The running server does not answer this hook (it serves another data directory, or none now): the hook
+    does its own work."""
+
+
+# What a hook works on: the project's ledger, and how to open its index for a search.
+Opener = Callable[["Settings", "HookEvent", Path], AbstractContextManager[tuple["LedgerService", Callable[[], None]]]]
+
+
+@contextmanager
+def opened_here(settings: Settings, event: HookEvent, data_dir: Path) -> Iterator[tuple[LedgerService, Callable[[], None]]]:
+    """This process opens the ledger itself: the journal now, its index slot (BM25 alone) when a prompt searches."""
+    from project_ledger.factory import open_services
+
+    services = open_services(settings, event.cwd)
+    try:
+        yield services.ledger, lambda: services.maintenance.open_index(bm25_only=True)
+    finally:
+        services.close()
+
+
+def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-code", opener: Opener = opened_here) -> str:
+    """Handle one hook call of `client` (claude-code or cursor) on the ledger `opener` gives; returns what to print
+    (possibly nothing). Never raises, but `Declined` from the opener."""
     from project_ledger.storage.journal import utc_now
 
     started = time.perf_counter()
@@ -84,29 +122,22 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
                 raise InvalidArgument(f"{choice.reason}; nothing recorded")
             settings = settings.model_copy(update={"root": choice.root})
         data_dir = resolve_paths(settings, event.cwd).data_dir
-        from project_ledger.factory import open_services
-
-        services = open_services(settings, event.cwd)
-        try:
-
-            def open_index() -> None:
-                services.maintenance.open_index(bm25_only=True)
-
+        with opener(settings, event, data_dir) as (ledger, open_index):
             params = HookParams(
                 start_tokens=settings.hook_start_tokens,
                 inject_tokens=settings.hook_inject_tokens if client == "claude-code" else 0,  # Cursor's prompt hook takes no context
                 inject_floor=settings.hook_inject_floor,
                 record=settings.hook_record,
             )
-            outcome = Conversation(services.ledger, params, open_index).handle(event)
-        finally:
-            services.close()
+            outcome = Conversation(ledger, params, open_index).handle(event)
         if client == "cursor":  # beforeSubmitPrompt answers whether the prompt goes on; the others answer nothing
             output = json.dumps({"continue": True}) if event.name == "UserPromptSubmit" else ""
         else:
             output = hook_output(event.name, outcome.context)
         details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
         state = "ok"
+    except Declined:
+        raise
     except BaseException as exc:  # noqa: BLE001 - a hook must not fail the session, whatever happened
         output, state = "", "error"
         details = [f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]]
@@ -115,7 +146,8 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
     if data_dir is None:  # input too broken to name its project: the client runs hooks in the project's folder
         data_dir = _data_dir_here()
     elapsed = round((time.perf_counter() - started) * 1000)
-    log_hook(data_dir, f"{utc_now()} {state} {name} session={session} {elapsed}ms {' '.join(details)}")
+    served = " served" if opener is not opened_here else ""  # answered by the running server, over its socket
+    log_hook(data_dir, f"{utc_now()} {state} {name} session={session} {elapsed}ms{served} {' '.join(details)}")
     return output
 
 
@@ -126,17 +158,6 @@ def _data_dir_here() -> Path | None:
         return resolve_paths(hook_settings(None), Path.cwd()).data_dir
     except Exception:  # noqa: BLE001 - only for the log line's place
         return None
-
-
-def emit(output: str) -> None:
-    """Print the hook's answer; a client that stopped reading does not make the hook fail."""
-    if not output:
-        return
-    try:
-        sys.stdout.write(output + "\n")
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
 
 
 @click.group("hook")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -348,7 +348,12 @@ class LedgerTools:
 
 
 def create_server(
-    settings: Settings, cwd: Path | None = None, *, follow_roots: bool = True, ledger: LedgerService | None = None
+    settings: Settings,
+    cwd: Path | None = None,
+    *,
+    follow_roots: bool = True,
+    ledger: LedgerService | None = None,
+    alongside: Callable[[Callable[[], LedgerService]], AbstractContextManager[object]] | None = None,
 ) -> MCPServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
 
@@ -357,6 +362,7 @@ def create_server(
     workspace (MCP roots) when it offers one and `follow_roots` is set, else the working directory's project, never
     the home directory or `/`. A server shared by several clients (HTTP) does not follow roots: they would pull it
     from one project to another. A `ledger` opened by the caller is served instead, and closed with the server.
+    `alongside`, given the served ledger's getter, runs beside the server for its lifetime (serve's hook socket).
     """
     cwd = cwd or Path.cwd()
     if ledger is not None:  # opened by the caller (the tests' in-memory client): served as with --root
@@ -375,8 +381,9 @@ def create_server(
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
         handle.start()
         try:
-            async with roots.running():
-                yield handle
+            with alongside(handle.get) if alongside is not None else nullcontext():
+                async with roots.running():
+                    yield handle
         finally:
             await anyio.to_thread.run_sync(guard.close)
             await anyio.to_thread.run_sync(handle.close)

@@ -373,7 +373,8 @@ class Conversation:
             return outcome
         retrieval = self.ledger.retrieval
         query = retrieval.validate.text(event.prompt, "prompt")
-        ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor).ranked
+        # BM25 alone, also in a server whose model is loaded: the floor is a share of the prompt's terms.
+        ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor, lexical=True).ranked
         chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
         if injection := render_injection(chosen, self.params.inject_tokens, estimate_tokens):
             outcome.context, outcome.injected = injection.text, injection.ids

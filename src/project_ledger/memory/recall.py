@@ -166,9 +166,12 @@ class Recall:
 
     # -- what `context` uses too ------------------------------------------------
 
-    def retrieve(self, query: str, where: SearchFilter, *, k: int, session: str | None, floor: float | None = None) -> Retrieved:
-        """The best `k` memories above the floor (the configured one unless given), and what came with them."""
-        kept, below, _, mode, notes = self._rank(query, where, k=k, session=session, floor=floor)
+    def retrieve(
+        self, query: str, where: SearchFilter, *, k: int, session: str | None, floor: float | None = None, lexical: bool = False
+    ) -> Retrieved:
+        """The best `k` memories above the floor (the configured one unless given), and what came with them. With
+        `lexical`, on BM25 alone even where the model is loaded (a hook's floor is a share of the query's terms)."""
+        kept, below, _, mode, notes = self._rank(query, where, k=k, session=session, floor=floor, lexical=lexical)
         return Retrieved(collapse_captured(kept, self._captured_parents(kept))[:k], len(below), mode, notes)
 
     def hits(self, ranked: list[Ranked]) -> list[RecallHit]:
@@ -220,7 +223,7 @@ class Recall:
     # -- ranking -------------------------------------------------------------------
 
     def _rank(
-        self, query: str, where: SearchFilter, *, k: int, session: str | None, floor: float | None
+        self, query: str, where: SearchFilter, *, k: int, session: str | None, floor: float | None, lexical: bool = False
     ) -> tuple[list[Ranked], list[Ranked], Candidates, RecallMode, list[str]]:
         """Every candidate ranked: those above the floor and those under it (best first), the index's two
         candidate lists, the mode, and notes."""
@@ -228,12 +231,12 @@ class Recall:
         embedder = self.sync.embedder
         notes: list[str] = []
         dense: list[float] | None = None
-        if embedder.state in ("not-loaded", "loading"):
+        if embedder.state in ("not-loaded", "loading") and not lexical:
             self.sync.wait_for_model(MODEL_WAIT_SECONDS)
-        if embedder.state == "ready":
+        if embedder.state == "ready" and not lexical:
             self.sync.embed_fresh()
             dense = embedder.embed_query(query).tolist()
-        else:
+        elif not lexical:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
         memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))

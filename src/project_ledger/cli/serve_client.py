@@ -1,0 +1,128 @@
+"""The short way of a hook (and of `recall`): the project's running `serve` answers it over its local socket.
+
+A hook is a new process on every prompt. Loading the CLI, its settings and the services, then opening the journal
+and an index slot, is most of its time; a server already has all of them open. So before any of that is loaded,
+the hook finds the project's data directory (as `serve` finds the project), and, if a server listens there, sends
+it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_socket.py`), but
+only when it runs with the same `LEDGER_*` settings and serves the data directory the hook would have used;
+otherwise it declines. No server, a stale socket, a decline, a timeout or any failure on the way: the hook does
+the work itself, with its input as it was read.
+
+`recall` takes the same way from inside its command, once its settings are read: the server's model is loaded
+already, which is most of a CLI recall's time.
+
+Standard library only (and the project finder, which is too): importing anything more here would cost every hook.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from project_ledger.local_socket import ask, settings_fingerprint, socket_path
+from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
+
+CLIENTS = ("claude-code", "cursor")
+# A server that has not answered by then is taken for stuck: the hook does its own work (the journal keeps a turn
+# that both store once). Above the 2 s a hook waits for the journal's write lock (LEDGER_HOOK_WAIT_SECONDS).
+ANSWER_SECONDS = 3.0
+
+
+def hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
+    """The client and `--data-dir` of `hook <client> [--data-dir DIR]`; None for anything else (help, a typo),
+    which the full CLI answers."""
+    if not args or args[0] not in CLIENTS:
+        return None
+    rest, data_dir = args[1:], None
+    if len(rest) == 2 and rest[0] == "--data-dir":
+        data_dir = rest[1]
+    elif len(rest) == 1 and rest[0].startswith("--data-dir="):
+        data_dir = rest[0].split("=", 1)[1]
+    elif rest:
+        return None
+    return args[0], Path(data_dir) if data_dir else None
+
+
+def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """Where the hook's ledger is, worked out as the hook's settings would: `--data-dir`, LEDGER_DATA_DIR, else
+    `.ledger` in LEDGER_ROOT or in the project of the event's folder. None when there is no project. The server
+    checks it against its own reading, so a guess here can only cost the short way, never answer for another
+    ledger."""
+    env = {key.upper(): value for key, value in environ.items()}
+    if option is not None:
+        return option.expanduser().resolve()
+    if env.get("LEDGER_DATA_DIR"):
+        return Path(env["LEDGER_DATA_DIR"]).expanduser().resolve()
+    if env.get("LEDGER_ROOT"):
+        return Path(env["LEDGER_ROOT"]).expanduser().resolve() / DATA_DIR_NAME
+    if not isinstance(payload, dict):
+        return None
+    folder = payload.get("cwd") if client == "claude-code" else (payload.get("workspace_roots") or [None])[0]
+    if not isinstance(folder, str) or not folder:
+        return None
+    root = from_working_directory(Path(folder)).root
+    return root / DATA_DIR_NAME if root is not None else None
+
+
+def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping[str, str]) -> str | None:
+    """What the project's running server prints for this hook input, or None when no server answers for it."""
+    try:
+        text = raw.decode("utf-8")
+        data_dir = data_dir_for(json.loads(text), client, option, environ)
+    except (ValueError, OSError):  # not JSON, not UTF-8, an unreadable folder: the full hook says what is wrong
+        return None
+    if data_dir is None:
+        return None
+    # A relative --data-dir means this process's folder, not the server's.
+    absolute = str(option.expanduser().resolve()) if option is not None else None
+    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": settings_fingerprint(environ)}
+    answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
+    output = answer.get("output") if answer is not None else None
+    return output if isinstance(output, str) else None
+
+
+RECALL_SECONDS = 10.0  # a recall may wait for the server's index to open or its model to finish loading
+
+
+def recall_from_server(data_dir: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """The running server's recall for `arguments` on the ledger in `data_dir`: `{"result": ...}` (the recall
+    result as JSON) or `{"failed": why}` (the ledger refused the arguments); None when no server answers for it."""
+    request = {"kind": "recall", "data_dir": str(data_dir), "arguments": arguments, "settings": settings_fingerprint(os.environ)}
+    answer = ask(socket_path(data_dir), request, RECALL_SECONDS)
+    if answer is None or not ("result" in answer or isinstance(answer.get("failed"), str)):
+        return None
+    return answer
+
+
+def answer_from_server(args: list[str]) -> bool:
+    """Run `hook <args>` through the project's server: True when it answered (and its answer is printed). False
+    leaves the hook to the full CLI, with standard input as it was."""
+    parsed = hook_arguments(args)
+    if parsed is None:
+        return False
+    try:
+        raw = sys.stdin.buffer.read()
+    except (OSError, ValueError, AttributeError):
+        return False
+    sys.stdin = io.TextIOWrapper(io.BytesIO(raw))  # the full hook reads the same input if no server answers
+    output = served_output(raw, *parsed, os.environ)
+    if output is None:
+        return False
+    emit(output)
+    return True
+
+
+def emit(output: str) -> None:
+    """Print the hook's answer; a client that stopped reading does not make the hook fail."""
+    if not output:
+        return
+    try:
+        sys.stdout.write(output + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,151 @@
+"""`serve`'s side of the short way: it answers the hooks, and CLI recalls, of the project it serves on its local
+socket (`cli/serve_client.py` is the other side).
+
+While the agent's session is up, its `serve` has the journal, the index, the tokenizer and the model open. A hook
+sent here is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger,
+and the answer goes back once the journal write is committed; a recall is the ledger's own `recall`. The server
+declines (and the caller works alone) when it runs with other `LEDGER_*` settings than the caller, or when the
+caller's ledger is not the one it serves.
+
+The socket follows the served project: a server that switches projects (the client's roots) moves its socket,
+and one that cannot open its ledger listens nowhere. A second server on the same project finds the socket taken
+and checks again every few seconds, taking it over when the first one exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from project_ledger.cli.hooks import Declined, run_hook
+from project_ledger.cli.serve_client import CLIENTS
+from project_ledger.errors import LedgerError
+from project_ledger.local_socket import Listener, settings_fingerprint
+
+if TYPE_CHECKING:
+    from project_ledger.config import Settings
+    from project_ledger.memory.conversation import HookEvent
+    from project_ledger.memory.service import LedgerService
+
+log = logging.getLogger(__name__)
+FOLLOW_SECONDS = 2.0  # how often the socket checks which project is served, and whether it may listen
+
+
+RECALL_ARGUMENTS = frozenset({"query", "k", "kinds", "tags", "since", "until", "min_relevance"})
+
+
+def answer(request: dict[str, Any], served: Callable[[], LedgerService], fingerprint: str) -> dict[str, Any]:
+    """The answer to one request on the socket (see `hook_answer` and `recall_answer`); `{"declined": why}` or
+    `{"error": why}` send the caller to do its own work."""
+    kind = request.get("kind")
+    if kind not in ("hook", "recall"):
+        return {"error": "a request's 'kind' must be 'hook' or 'recall'"}
+    if request.get("settings") != fingerprint:
+        return {"declined": f"the {kind} runs with other LEDGER_* settings than this server"}
+    return hook_answer(request, served) if kind == "hook" else recall_answer(request, served)
+
+
+def recall_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+    """`{"result": ...}`, the served ledger's recall as JSON, or `{"failed": why}` when the ledger refuses the
+    arguments (the CLI says why, as it would have itself)."""
+    arguments, data_dir = request.get("arguments"), request.get("data_dir")
+    if not isinstance(arguments, dict) or not isinstance(data_dir, str) or not set(arguments) <= RECALL_ARGUMENTS:
+        return {"error": f"a recall request needs 'data_dir' (a path) and 'arguments' (some of {', '.join(sorted(RECALL_ARGUMENTS))})"}
+    try:
+        ledger = served()
+    except LedgerError as exc:
+        return {"declined": f"this server's ledger is not open: {exc}"}
+    if ledger.paths.data_dir != Path(data_dir):
+        return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
+    try:
+        return {"result": ledger.recall(**arguments).model_dump(mode="json")}
+    except LedgerError as exc:
+        return {"failed": str(exc)}
+    except TypeError as exc:  # an argument of the wrong type
+        return {"error": f"bad recall arguments: {exc}"}
+
+
+def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+    """`{"output": ...}`: what the hook prints, the event handled and logged as the hook would have; or
+    `{"declined": why}`."""
+    if request.get("client") not in CLIENTS or not isinstance(request.get("input"), str):
+        return {"error": f"a hook request needs 'client' (one of {', '.join(CLIENTS)}) and 'input' (the hook's JSON)"}
+    option = request.get("data_dir")
+    if option is not None and not isinstance(option, str):
+        return {"error": "'data_dir' must be a path or null"}
+
+    @contextmanager
+    def on_the_served_ledger(_settings: Settings, _event: HookEvent, data_dir: Path) -> Iterator[tuple[LedgerService, Callable[[], None]]]:
+        try:
+            ledger = served()
+        except LedgerError as exc:
+            raise Declined(f"this server's ledger is not open: {exc}") from None
+        if ledger.paths.data_dir != data_dir:
+            raise Declined(f"this server serves {ledger.paths.data_dir}, not {data_dir}")
+        yield ledger, lambda: None  # the server's index is open, and a search catches it up first
+
+    try:
+        output = run_hook(request["input"].encode(), Path(option) if option else None, request["client"], on_the_served_ledger)
+    except Declined as exc:
+        return {"declined": str(exc)}
+    return {"output": output}
+
+
+class HookSocket:
+    """Listens on the served project's socket from `start()` to `stop()`, following the project served."""
+
+    def __init__(self, served: Callable[[], LedgerService]) -> None:
+        self._served = served
+        self._fingerprint = settings_fingerprint(os.environ)
+        self._listener: Listener | None = None
+        self._warned: Path | None = None  # the data directory whose socket could not be made: said once
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="ledger-hook-socket", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=10)
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+    def _follow(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                data_dir: Path | None = self._served().paths.data_dir
+            except LedgerError:
+                data_dir = None
+            current = self._listener
+            if current is not None and current.data_dir != data_dir:
+                current.close()
+                self._listener = current = None
+            if current is None and data_dir is not None and not self._stopped.is_set():
+                listener = Listener(data_dir, lambda request: answer(request, self._served, self._fingerprint))
+                try:
+                    if listener.open():
+                        self._listener = listener
+                        log.info("answering hooks on %s", listener.path)
+                except OSError as exc:
+                    if self._warned != data_dir:
+                        log.warning("hooks cannot reach this server (%s): each hook works alone", exc)
+                    self._warned = data_dir
+            self._stopped.wait(FOLLOW_SECONDS)
+
+
+@contextmanager
+def answering_hooks(served: Callable[[], LedgerService]) -> Iterator[None]:
+    """While the block runs, the served project's hooks and recalls are answered on its socket."""
+    socket = HookSocket(served)
+    socket.start()
+    try:
+        yield
+    finally:
+        socket.stop()

@@ -1,0 +1,169 @@
+"""Hooks answered by the project's running `serve` over its local socket, and the hook's own work whenever no server
+answers for it: a real `serve` process over stdio, the real hook command, a real data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from project_ledger.local_socket import ask, settings_fingerprint, socket_path
+
+from .conftest import EXECUTABLE, Project, cli, journal_bytes, run_cli
+from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, log_lines, turns
+from .test_start_imports import loaded_by
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hook-socket-test", "version": "1"}},
+}  # fmt: skip
+
+
+def wait_for(condition: Any, what: str, seconds: float = 120) -> None:
+    """Wait until `condition()` holds (a server process starting on a loaded machine); not a timing check."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+@contextmanager
+def running_serve(project: Project, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`project-ledger serve` as a client starts it, initialized over stdio, in the environment the hooks get; it
+    exits when its stdin closes."""
+    log = (tmp_path / "serve.log").open("ab")
+    process = subprocess.Popen(
+        [EXECUTABLE, "serve", "--root", str(project.root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+        env={**os.environ, **project.env}, cwd=project.root,
+    )  # fmt: skip
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 120)
+        assert ready, "serve did not answer initialize"
+        assert json.loads(process.stdout.readline())["result"]["serverInfo"]["name"] == "project-ledger"
+        wait_for(lambda: socket_path(project.data_dir).exists(), "the server's socket")
+        yield process
+    finally:
+        if process.poll() is None:
+            assert process.stdin is not None
+            process.stdin.close()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+        log.close()
+
+
+def served(line: str) -> bool:
+    return " served " in line
+
+
+@pytest.mark.parametrize("with_server", [False, True], ids=["alone", "served"])
+def test_a_session_gets_the_same_from_a_running_server_as_from_the_hook_alone(project: Project, tmp_path: Path, with_server: bool) -> None:
+    pinned = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
+    cli(project, "pin", pinned)
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(FIXTURE, transcript)
+
+    with running_serve(project, tmp_path) if with_server else nullcontext():
+        assert "250ms doubling to 8s" in context_of(hook(project, event(project, "SessionStart", source="startup")), "SessionStart")
+        prompt = event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?")
+        injected = context_of(hook(project, prompt), "UserPromptSubmit")
+        assert pinned in injected and "ids=" in injected
+        hook(project, event(project, "UserPromptSubmit", prompt=f"Use my token {GITHUB_TOKEN} for the release"))
+        unrelated = hook(project, event(project, "UserPromptSubmit", prompt="Rename the sidebar button's CSS class to nav-toggle"))
+        assert unrelated.stdout == ""
+        assert hook(project, event(project, "Stop", transcript, stop_hook_active=False)).stdout == ""
+        hook(project, event(project, "SubagentStop", transcript))  # the same transcript again: nothing stored twice
+
+    assert GITHUB_TOKEN.encode() not in journal_bytes(project)
+    said = turns(project)
+    assert [role for role, _ in said].count("user") == 3 and len(said) == 3 + 6
+    lines = log_lines(project)
+    assert len(lines) == 6 and all(" ok " in line for line in lines)
+    assert all(served(line) == with_server for line in lines)  # answered by the server whenever one was up
+
+
+def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(project: Project, tmp_path: Path) -> None:
+    prompt = event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?")
+    cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision")
+    with running_serve(project, tmp_path) as process:
+        path = socket_path(project.data_dir)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600  # its owner's processes only
+
+        # Other LEDGER_* settings than the server's: it declines, and the hook honours its own (nothing injected).
+        project.env["LEDGER_HOOK_INJECT_TOKENS"] = "0"
+        assert hook(project, prompt).stdout == ""
+        del project.env["LEDGER_HOOK_INJECT_TOKENS"]
+        # Input the hook cannot read is not sent at all; input the server reads as a bad event is logged as one.
+        assert hook(project, b"{not json").stdout == ""
+        assert hook(project, {"hook_event_name": "UserPromptSubmit", "cwd": str(project.root)}).stdout == ""
+        assert hook(project, prompt).stdout != ""
+
+        process.send_signal(signal.SIGKILL)  # dies without removing its socket file
+        process.wait()
+    assert socket_path(project.data_dir).exists()
+    assert hook(project, prompt).stdout != ""  # the stale socket: the hook does the work itself
+
+    with running_serve(project, tmp_path):  # a new server replaces the stale socket
+        assert hook(project, prompt).stdout != ""
+    assert not socket_path(project.data_dir).exists()  # removed when the server exits
+
+    lines = log_lines(project)
+    assert [served(line) for line in lines] == [False, False, True, True, False, True]
+    assert " ok " in lines[0] and "error" in lines[1] and "not JSON" in lines[1]
+    assert "error" in lines[2] and "session_id" in lines[2]  # the server's answer to a bad event: logged, nothing printed
+    assert [(role, text) for role, text in turns(project)] == [("user", "How do invoice export retries back off?")]
+
+
+def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(project: Project, tmp_path: Path) -> None:
+    decision = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
+    with running_serve(project, tmp_path):
+        # A hook the server answers loads neither the CLI's framework nor the settings' (nor anything heavier).
+        prompt = json.dumps(event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?"))
+        loaded = loaded_by(project, tmp_path, "hook", "claude-code", stdin=prompt)
+        assert "project_ledger" in loaded and not loaded & {"click", "pydantic", "pydantic_settings", "sqlite3"}
+        assert served(log_lines(project)[-1])
+        # A recall the server answers uses its model: this process loads none.
+        loaded = loaded_by(project, tmp_path, "recall", "how do export retries back off", "--json", "--root", str(project.root))
+        assert not loaded & {"fastembed", "onnxruntime", "numpy"}
+        result = cli(project, "recall", "how do export retries back off", "--json")
+        assert result["mode"] == "hybrid" and result["results"][0]["id"] == decision
+        refused = run_cli(project, "recall", "anything", "-k", "0")
+        assert refused.returncode == 1 and "k" in refused.stderr and "Traceback" not in refused.stderr
+
+        path = socket_path(project.data_dir)
+        answer = ask(path, {"kind": "remember"}, timeout=60)
+        assert answer is not None and "'kind' must be 'hook' or 'recall'" in answer["error"]
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(60)
+            conn.connect(str(path))
+            conn.sendall(b"not json")
+            conn.shutdown(socket.SHUT_WR)
+            reply = json.loads(conn.recv(65536))
+        assert "one JSON object" in reply["error"]
+        assert ask(path, {"kind": "hook", "client": "claude-code", "input": "{}", "settings": "another"}, timeout=60) == {
+            "declined": "the hook runs with other LEDGER_* settings than this server"
+        }
+        ours = settings_fingerprint({**os.environ, **project.env})
+        bad = ask(path, {"kind": "recall", "settings": ours, "data_dir": str(project.data_dir), "arguments": {"q": "x"}}, timeout=60)
+        assert bad is not None and "'arguments' (some of k, kinds" in bad["error"]
