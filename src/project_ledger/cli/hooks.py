@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from project_ledger.cli.serve_client import emit
+from project_ledger.hook_log import log_hook
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings
     from project_ledger.memory.conversation import HookEvent
     from project_ledger.memory.service import LedgerService
-
-HOOK_LOG_BYTES = 1 << 20  # then it moves to hooks.log.1, replacing the one before
 
 
 def claude_transcripts(root: Path) -> Path:
@@ -35,24 +34,6 @@ def claude_transcripts(root: Path) -> Path:
     import re
 
     return Path.home() / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9-]", "-", str(root))
-
-
-def log_hook(data_dir: Path | None, line: str) -> None:
-    """Append one line to the hooks log, if the project has a data directory; else to stderr."""
-    from project_ledger.memory.conversation import HOOK_LOG
-
-    if data_dir is None or not data_dir.is_dir():
-        print(f"project-ledger hook: {line}", file=sys.stderr)
-        return
-    try:
-        path = data_dir / HOOK_LOG
-        path.parent.mkdir(exist_ok=True)
-        if path.exists() and path.stat().st_size > HOOK_LOG_BYTES:
-            path.replace(path.with_name(path.name + ".1"))
-        with path.open("a", encoding="utf-8") as out:
-            out.write(line + "\n")
-    except OSError as exc:  # a read-only disk: the line goes to stderr, the hook still succeeds
-        print(f"project-ledger hook: {line} (could not write {data_dir / HOOK_LOG}: {exc.strerror or exc})", file=sys.stderr)
 
 
 def hook_settings(data_dir: Path | None) -> Settings:
@@ -98,13 +79,16 @@ def opened_here(settings: Settings, event: HookEvent, data_dir: Path) -> Iterato
 def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-code", opener: Opener = opened_here) -> str:
     """Handle one hook call of `client` (claude-code or cursor) on the ledger `opener` gives; returns what to print
     (possibly nothing). Never raises, but `Declined` from the opener."""
-    from project_ledger.storage.journal import utc_now
-
     started = time.perf_counter()
     name, session, data_dir = "-", "-", data_dir_option
+    pack_source: dict[str, Any] | None = None
+    next_start = ""
     try:
+        from dataclasses import replace
+
         from project_ledger.config import resolve_paths
         from project_ledger.memory.conversation import Conversation, HookParams, hook_output, parse_cursor_event, parse_event
+        from project_ledger.start_pack import keep
 
         try:
             payload: Any = json.loads(raw)
@@ -129,11 +113,22 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
                 inject_floor=settings.hook_inject_floor,
                 record=settings.hook_record,
             )
-            outcome = Conversation(ledger, params, open_index).handle(event)
+            conversation = Conversation(ledger, params, open_index)
+            # The session-start pack is kept for the next start (`start_pack`): read what it is made from first.
+            if client == "claude-code" and event.name == "SessionStart" and event.source != "compact":
+                pack_source = _pack_source(ledger)
+            outcome = conversation.handle(event)
+            if client == "claude-code" and event.name == "SessionEnd":  # the next start's pack, made while nothing waits
+                pack_source = _pack_source(ledger)
+                next_start = hook_output(
+                    "SessionStart", conversation.session_start(replace(event, name="SessionStart", source="startup")).context
+                )
         if client == "cursor":  # beforeSubmitPrompt answers whether the prompt goes on; the others answer nothing
             output = json.dumps({"continue": True}) if event.name == "UserPromptSubmit" else ""
         else:
             output = hook_output(event.name, outcome.context)
+        if pack_source is not None:
+            keep(data_dir, pack_source, output if event.name == "SessionStart" else next_start)
         details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
         state = "ok"
     except Declined:
@@ -147,8 +142,18 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
         data_dir = _data_dir_here()
     elapsed = round((time.perf_counter() - started) * 1000)
     served = " served" if opener is not opened_here else ""  # answered by the running server, over its socket
-    log_hook(data_dir, f"{utc_now()} {state} {name} session={session} {elapsed}ms{served} {' '.join(details)}")
+    log_hook(data_dir, f"{state} {name} session={session} {elapsed}ms{served} {' '.join(details)}")
     return output
+
+
+def _pack_source(ledger: LedgerService) -> dict[str, Any] | None:
+    """What a session-start pack made now on `ledger` is made from (`start_pack.made_from`)."""
+    import os
+
+    from project_ledger.local_socket import settings_fingerprint
+    from project_ledger.start_pack import made_from
+
+    return made_from(ledger.paths, settings_fingerprint(os.environ))
 
 
 def _data_dir_here() -> Path | None:

@@ -11,6 +11,9 @@ the work itself, with its input as it was read.
 `recall` takes the same way from inside its command, once its settings are read: the server's model is loaded
 already, which is most of a CLI recall's time.
 
+A session start is answered before that, when the pack the last one printed is still what it would print
+(`start_pack.py`): SessionStart fires before the agent's server is up.
+
 Standard library only (and the project finder, which is too): importing anything more here would cost every hook.
 """
 
@@ -20,12 +23,15 @@ import io
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from project_ledger.hook_log import log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
+from project_ledger.start_pack import kept
 
 CLIENTS = ("claude-code", "cursor")
 # A server that has not answered by then is taken for stuck: the hook does its own work (the journal keeps a turn
@@ -70,14 +76,24 @@ def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mappin
 
 
 def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping[str, str]) -> str | None:
-    """What the project's running server prints for this hook input, or None when no server answers for it."""
+    """What the hook prints, from the session-start pack kept for it (`start_pack`) or from the project's running
+    server; None when neither answers for this hook input."""
+    started = time.perf_counter()
     try:
         text = raw.decode("utf-8")
-        data_dir = data_dir_for(json.loads(text), client, option, environ)
+        payload = json.loads(text)
+        data_dir = data_dir_for(payload, client, option, environ)
     except (ValueError, OSError):  # not JSON, not UTF-8, an unreadable folder: the full hook says what is wrong
         return None
     if data_dir is None:
         return None
+    starting = isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact"
+    if client == "claude-code" and starting:
+        output = kept(data_dir, settings_fingerprint(environ))
+        if output is not None:
+            elapsed = round((time.perf_counter() - started) * 1000)
+            log_hook(data_dir, f"ok SessionStart session={payload.get('session_id', '-')} {elapsed}ms kept stored=0 injected=0")
+            return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None
     request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": settings_fingerprint(environ)}

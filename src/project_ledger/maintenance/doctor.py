@@ -18,8 +18,9 @@ from typing import Literal
 
 from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.errors import LedgerError
+from project_ledger.hook_log import HOOK_LOG
 from project_ledger.maintenance.service import MaintenanceService
-from project_ledger.memory.conversation import EVENTS, HOOK_LOG
+from project_ledger.memory.conversation import EVENTS
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 from project_ledger.search.edge_index import MIN_FREE_BYTES
 

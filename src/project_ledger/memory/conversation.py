@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
-HOOK_LOG = Path("logs") / "hooks.log"  # under the data directory: a line per hook run, the last one read by doctor
 TOOL_LINE_CHARS = 160  # a tool call is stored as one short line: its name and what it worked on
 INJECTED_TEXT_CHARS = 280  # longest excerpt of one memory in an injection
 MAX_INJECTED = 4
