@@ -136,6 +136,11 @@ def test_a_session_start_reuses_the_last_pack_only_while_nothing_it_is_made_of_c
     )  # fmt: skip
     assert " kept " not in log_lines(project)[-1] and context_of(other, "SessionStart") != after_end  # other settings
 
+    assert "Releases are cut on Thursdays" in start()[0]  # kept again, quoting the pin
+    cli(project, "forget", next(m["id"] for m in memories(project) if m["text"] == "Releases are cut on Thursdays"), "--yes")
+    assert not (project.data_dir / "hook_start.json").exists()  # a forget takes the kept pack with it
+    assert "Releases are cut on Thursdays" not in start()[0]
+
 
 def test_a_memory_that_reads_like_instructions_is_never_injected_but_recall_still_finds_it(project: Project) -> None:
     injection = cli(

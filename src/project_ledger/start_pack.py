@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-FILE = "session_start.json"  # in the data directory
+FILE = "hook_start.json"  # in the data directory (serve's own pack cache is session_start.json)
 
 
 class PackPaths(Protocol):
@@ -60,8 +60,10 @@ def _made_from(journal: Path, context_file: Path, settings: str) -> dict[str, An
 
 
 def keep(data_dir: Path, source: dict[str, Any], output: str) -> None:
-    """Keep `output`, the hook's session-start answer, as made from `source` (`made_from` read before it was made,
-    so that a write while it was being made leaves it outdated, never wrongly current)."""
+    """Keep `output`, the hook's session-start answer, as made from `source` (`made_from` read before it was made).
+    Nothing is kept if the journal changed meanwhile: a forget then may have erased text the output quotes."""
+    if _made_from(Path(source["journal"]), Path(source["context_file"]), source["settings"]) != source:
+        return
     path = data_dir / FILE
     temporary = path.with_name(f".{FILE}.{os.getpid()}")
     try:
@@ -83,3 +85,9 @@ def kept(data_dir: Path, settings: str) -> str | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return output if now is not None and now == source and isinstance(output, str) else None
+
+
+def discard(data_dir: Path) -> None:
+    """Remove the kept answer (`forget` does: it may quote the forgotten text)."""
+    with contextlib.suppress(OSError):
+        (data_dir / FILE).unlink(missing_ok=True)

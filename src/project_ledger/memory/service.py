@@ -53,6 +53,7 @@ from project_ledger.models import (
 )
 from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import RankingParams
+from project_ledger.start_pack import discard as discard_kept_start
 from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, read_export, write_export
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, utc_now
@@ -292,11 +293,12 @@ class LedgerService:
     def forget(self, memory_id: str) -> ForgetResult:
         """Scrub the journal row; searches skip it from then on, and the index drops it at its next catch-up.
 
-        Memories derived from it go too (see `Journal.forget`), and so does the session-start cache, which
-        may quote a pinned text or a gist.
+        Memories derived from it go too (see `Journal.forget`), and so do the session-start packs kept for the
+        server and for the hooks, which may quote a pinned text or a gist.
         """
         derived = self.journal.forget(memory_id)
         self.pack_cache.clear()
+        discard_kept_start(self.paths.data_dir)
         self.sync.kick()
         return ForgetResult(id=memory_id, ok=True, also_forgotten=derived)
 
