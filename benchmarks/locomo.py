@@ -155,7 +155,7 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
     cut = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
     kept, _ = rank(
         cut, pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated, cosines=pool.cosines[i],
-        exact_terms=pool.exact[i],
+        exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
     )  # fmt: skip
     return pool.collapse([item.seq for item in kept])[:depth]
 

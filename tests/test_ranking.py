@@ -11,11 +11,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank, rare_exact
+from project_ledger.memory.ranking import (
+    Ranked,
+    admitted_neighbours,
+    collapse_captured,
+    for_window,
+    outdated_turns,
+    rank,
+    rare_exact,
+)
 from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse
 from project_ledger.search.index import Candidates, Hit, SearchFilter
-from project_ledger.search.tuning import RankingParams
+from project_ledger.search.tuning import FusionParams, RankingParams
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 PARAMS = RankingParams()
@@ -150,3 +158,29 @@ def test_an_identifier_many_candidates_hold_changes_no_order() -> None:
     assert rare_exact(shared, set(shared), ["retrypolicy.backoff_ms"], 3) == set()
     assert rare_exact(shared, set(shared), ["retrypolicy.backoff_ms"], 5) == set(shared)
     assert rare_exact(shared, set(shared), ["retrypolicy.backoff"], 5) == set()  # a part of a name is not the name
+
+
+def test_a_turn_next_to_the_turns_holding_the_words_ranks_without_having_them() -> None:
+    turns = {seq: memory(f"t{seq}", "turn", session="s1") for seq in range(1, 8)}
+    found = Candidates(dense=[Hit(7, 0.5)], sparse=[Hit(3, 5.0), Hit(6, 1.0)])  # turn 4 answers; turn 3 asked with the words
+    sharing = replace(PARAMS, fusion=FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.5))
+    kept, _ = rank(found, turns, {}, sharing, NOW.timestamp(), floor=0.0, neighbours={3: [2, 4], 6: [5, 7]})
+    ranked = [item.memory.id for item in kept]
+    assert ranked.index("t4") < ranked.index("t6") and "t2" in ranked
+    alone, _ = rank(found, turns, {}, PARAMS, NOW.timestamp(), floor=0.0)
+    assert "t4" not in [item.memory.id for item in alone]
+
+
+def test_only_neighbouring_turns_the_search_filter_admits_may_join() -> None:
+    memories = {
+        1: memory("t1", "turn", session="s1", tags=["billing"]),
+        2: memory("t2", "turn", session="s1", tags=["billing"], superseded_by="t9"),
+        3: memory("t3", "turn", age_days=10, session="s1", tags=["billing"]),
+        4: memory("t4", "turn", session="s1", tags=["other"]),
+    }
+    around = {10: [1, 2], 11: [3, 4], 12: [5]}  # 5 was forgotten: not among the live memories
+    assert admitted_neighbours(around, memories, SearchFilter()) == {10: [1], 11: [3, 4]}
+    recent = SearchFilter(since=(NOW - timedelta(days=2)).timestamp(), tags=["billing"])
+    assert admitted_neighbours(around, memories, recent) == {10: [1]}
+    assert admitted_neighbours(around, memories, SearchFilter(kinds=["decision"])) == {}
+    assert admitted_neighbours(around, memories, SearchFilter(include_superseded=True, session="s1")) == {10: [1, 2], 11: [3, 4]}

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from project_ledger.code.links import CodeAnchors
 from project_ledger.errors import InvalidArgument, StorageError
 from project_ledger.memory.context_sections import render_hit
-from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank
+from project_ledger.memory.ranking import Ranked, admitted_neighbours, collapse_captured, for_window, outdated_turns, rank
 from project_ledger.memory.validation import Limits, Validator, parse_moment
 from project_ledger.models import ExplainedHit, Fate, Memory, RecallExplanation, RecallHit, RecallMode, RecallResult
 from project_ledger.search.index import Candidates, SearchFilter
@@ -236,14 +236,19 @@ class Recall:
         else:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
-        memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))
+        listed = {hit.seq for hit in (*found.dense, *found.sparse)}
+        nearby = self.journal.neighbours([hit.seq for hit in found.sparse]) if self.params.fusion.neighbour_share else {}
+        memories = self.journal.get_by_seqs(sorted(listed | {seq for around in nearby.values() for seq in around}))
+        nearby = admitted_neighbours(nearby, memories, where)
+        candidates = listed | {seq for around in nearby.values() for seq in around}
+        memories = {seq: memory for seq, memory in memories.items() if seq in candidates}
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
-        on_words_only = sorted({hit.seq for hit in found.sparse} - {hit.seq for hit in found.dense} & memories.keys())
+        on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
         cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()
         kept, below = rank(
             found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
-            exact_terms=exact_terms(query),
+            exact_terms=exact_terms(query), neighbours=nearby,
         )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 

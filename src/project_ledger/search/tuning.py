@@ -23,6 +23,7 @@ class FusionParams:
     dense_weight: float
     sparse_weight: float = 1.0  # the weight the dense one is relative to
     candidates: int  # fetched from each list
+    neighbour_share: float = 0.0  # of a BM25 hit's score lent to the turns said next to it (`fusion.with_neighbours`)
 
 
 # Code search has no benchmark of its own yet. Set by hand: a small k lets the top few of each list dominate,
@@ -33,7 +34,7 @@ CODE_FUSION = FusionParams(k=2, dense_weight=1.5, candidates=20)
 # ranked on their cosine too (`fusion.with_meaning`). The earlier k=20 with the dense list weighted 1.5 was fitted to
 # the project's corpus alone: against it, R@10 0.878 -> 0.872 there and 0.622 -> 0.705 on LoCoMo, where the dense
 # list is the weaker one (2-fold cross-validated: 0.858 and 0.705).
-MEMORY_FUSION = FusionParams(k=10, dense_weight=1.0, candidates=50)
+MEMORY_FUSION = FusionParams(k=5, dense_weight=0.75, candidates=50, neighbour_share=0.3)
 
 
 @dataclass(frozen=True, kw_only=True)
