@@ -108,7 +108,7 @@ def admitted_neighbours(
 
 
 def _admits(where: SearchFilter, memory: Memory) -> bool:
-    created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
+    created = datetime.fromisoformat(memory.created_at).timestamp()  # stored with a Z: aware, UTC
     return (
         (not where.kinds or memory.kind in where.kinds)
         and (not where.tags or bool(set(where.tags) & set(memory.tags)))

@@ -152,7 +152,7 @@ class Recall:
             k=k,
             floor=self.params.floor if floor is None else floor,
             fusion={"k": fusion.k, "dense_weight": fusion.dense_weight, "sparse_weight": fusion.sparse_weight,
-                    "candidates": max(fusion.candidates, k)},
+                    "candidates": max(fusion.candidates, k), "neighbour_share": fusion.neighbour_share},
             candidates={"dense": len(found.dense), "bm25": len(found.sparse)},
             results=[_explained(r, "returned") for r in collapsed[:k]],
             not_returned=[
