@@ -48,7 +48,7 @@ from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.service import LedgerService
 from project_ledger.memory.validation import parse_moment
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse
+from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
@@ -227,8 +227,10 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours)
 
 
-def cut(candidates: Candidates, n: int) -> Candidates:
-    return Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+def cut(candidates: Candidates, params: RankingParams, neighbours: dict[int, list[int]]) -> Candidates:
+    """The candidates a setting ranks: its number from each list, BM25 hits lending their neighbours a share (as `recall`)."""
+    n = params.fusion.candidates
+    return with_neighbours(Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n]), neighbours, params.fusion.neighbour_share)
 
 
 def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingParams, floor: float = 0.0) -> list[list[int]]:
@@ -245,7 +247,7 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
         else:
             windowed = for_window(params, pool.wheres[i])
             kept, _ = rank(
-                cut(candidates, params.fusion.candidates), pool.memories, pool.lexical[i], windowed, now, floor=floor,
+                cut(candidates, params, pool.neighbours[i]), pool.memories, pool.lexical[i], windowed, now, floor=floor,
                 outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
             )  # fmt: skip
             found.append(pool.collapse([item.seq for item in kept])[:10])
@@ -306,7 +308,7 @@ def calibrate_floor(pool: Pools, questions: list[Question], unanswerable: Pools,
         r10 = score(rankings(pool, everything, "full", params, floor), questions).r10
         empty = sum(
             not rank(
-                cut(c, params.fusion.candidates), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated,
+                cut(c, params, near), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated,
                 cosines=cos, exact_terms=exact, neighbours=near,
             )[0]
             for c, lex, cos, exact, near in zip(

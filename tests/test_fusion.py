@@ -87,10 +87,11 @@ def test_identifiers_the_code_tokenizer_splits_also_get_their_whole_form() -> No
 
 
 def test_each_bm25_hit_lends_a_share_of_its_score_to_the_turns_said_next_to_it() -> None:
-    found = Candidates(dense=[Hit(9, 0.8)], sparse=[Hit(1, 4.0), Hit(3, 2.0)])
+    found = Candidates(dense=[Hit(9, 0.8)], sparse=[Hit(1, 4.0), Hit(3, 2.0), Hit(7, 0.5), Hit(8, 0.4)])
     smoothed = with_neighbours(found, {1: [2], 3: [2, 4]}, share=0.5)
     assert smoothed.dense == found.dense
-    assert smoothed.sparse == [Hit(1, 4.0), Hit(2, 3.0), Hit(3, 2.0), Hit(4, 1.0)]  # turn 2, between both hits, gets both shares
+    # Turn 2, between both hits, gets both shares; the list keeps its length, so the two weakest hits give way.
+    assert smoothed.sparse == [Hit(1, 4.0), Hit(2, 3.0), Hit(3, 2.0), Hit(4, 1.0)]
 
 
 def test_hits_next_to_each_other_add_up_and_no_share_changes_nothing() -> None:

@@ -21,7 +21,7 @@ from project_ledger.memory.ranking import (
     rare_exact,
 )
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse
+from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, Hit, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 
@@ -162,13 +162,15 @@ def test_an_identifier_many_candidates_hold_changes_no_order() -> None:
 
 def test_a_turn_next_to_the_turns_holding_the_words_ranks_without_having_them() -> None:
     turns = {seq: memory(f"t{seq}", "turn", session="s1") for seq in range(1, 8)}
-    found = Candidates(dense=[Hit(7, 0.5)], sparse=[Hit(3, 5.0), Hit(6, 1.0)])  # turn 4 answers; turn 3 asked with the words
+    found = Candidates(dense=[], sparse=[Hit(3, 5.0), Hit(6, 1.0), Hit(1, 0.1), Hit(7, 0.1)])  # t3 asked, t4 answered
+    around = {3: [2, 4], 6: [5, 7], 1: [2], 7: [6]}
+    lexical = {3: 1.0, 6: 0.5, 1: 0.2, 7: 0.2}  # t2 and t4 hold none of the query's words
     sharing = replace(PARAMS, fusion=FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.5))
-    kept, _ = rank(found, turns, {}, sharing, NOW.timestamp(), floor=0.0, neighbours={3: [2, 4], 6: [5, 7]})
-    ranked = [item.memory.id for item in kept]
-    assert ranked.index("t4") < ranked.index("t6") and "t2" in ranked
-    alone, _ = rank(found, turns, {}, PARAMS, NOW.timestamp(), floor=0.0)
-    assert "t4" not in [item.memory.id for item in alone]
+    kept, _ = rank(with_neighbours(found, around, 0.5), turns, lexical, sharing, NOW.timestamp(), floor=0.45, neighbours=around)
+    assert [item.memory.id for item in kept] == ["t3", "t2", "t4", "t6"]
+    assert {item.memory.id: item.relevance for item in kept}["t4"] == pytest.approx(0.5)  # half of t3's coverage: over the floor
+    alone, _ = rank(found, turns, lexical, PARAMS, NOW.timestamp(), floor=0.0)
+    assert [item.memory.id for item in alone] == ["t3", "t6", "t1", "t7"]
 
 
 def test_only_neighbouring_turns_the_search_filter_admits_may_join() -> None:

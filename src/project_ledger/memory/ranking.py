@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning, with_neighbours
+from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.text.text_signals import mentions
@@ -158,13 +158,13 @@ def rank(
     `cosines` the similarity to the query of candidates the dense list may lack
     (see `fusion.with_meaning`), and `exact_terms` the identifiers the query
     names (`text_signals.exact_terms`): the few candidates holding one come
-    first (see `rare_exact`). `neighbours` holds, for BM25 hits that are turns,
-    the turns said next to them that the search admits (`admitted_neighbours`):
-    they share in each other's BM25 score (`fusion.with_neighbours`) and query-term
-    coverage (`fusion.lent_coverage`).
+    first (see `rare_exact`). BM25 hits have already lent their neighbouring
+    turns a share of their score (`fusion.with_neighbours`, applied by the
+    caller, before it fetches what the candidates need); `neighbours` says which
+    turns those were (`admitted_neighbours`), so that they borrow a share of the
+    query-term coverage too (`fusion.lent_coverage`).
     """
     outdated = outdated or {}
-    found = with_neighbours(found, neighbours or {}, params.fusion.neighbour_share)
     lent = lent_coverage(lexical, neighbours or {}, params.fusion.neighbour_share)
     found = with_meaning(found, cosines or {})
     exact = rare_exact(memories, {hit.seq for hit in (*found.dense, *found.sparse)}, exact_terms, params.exact_most)

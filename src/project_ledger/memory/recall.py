@@ -21,6 +21,7 @@ from project_ledger.memory.context_sections import render_hit
 from project_ledger.memory.ranking import Ranked, admitted_neighbours, collapse_captured, for_window, outdated_turns, rank
 from project_ledger.memory.validation import Limits, Validator, parse_moment
 from project_ledger.models import ExplainedHit, Fate, Memory, RecallExplanation, RecallHit, RecallMode, RecallResult
+from project_ledger.search.fusion import with_neighbours
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
@@ -236,12 +237,15 @@ class Recall:
         else:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
+        nearby: dict[int, list[int]] = {}
+        fetched: dict[int, Memory] = {}
+        if share := self.params.fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
+            around = self.journal.neighbours([hit.seq for hit in found.sparse])
+            fetched = self.journal.get_by_seqs(sorted({seq for near in around.values() for seq in near}))
+            nearby = admitted_neighbours(around, fetched, where)
+            found = with_neighbours(found, nearby, share)
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}
-        nearby = self.journal.neighbours([hit.seq for hit in found.sparse]) if self.params.fusion.neighbour_share else {}
-        memories = self.journal.get_by_seqs(sorted(listed | {seq for around in nearby.values() for seq in around}))
-        nearby = admitted_neighbours(nearby, memories, where)
-        candidates = listed | {seq for around in nearby.values() for seq in around}
-        memories = {seq: memory for seq, memory in memories.items() if seq in candidates}
+        memories = {seq: fetched[seq] for seq in listed & fetched.keys()} | self.journal.get_by_seqs(sorted(listed - fetched.keys()))
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
         on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
         cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}

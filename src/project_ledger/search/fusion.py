@@ -42,7 +42,8 @@ def with_neighbours(candidates: Candidates, neighbours: Mapping[int, Sequence[in
     last month?"), the answer in the next ("a greyhound called Biscuit"). Scored alone, the answer turn lacks
     the words. Each turn's evidence becomes its own BM25 score plus `share` of its neighbours', so a turn next
     to strong matches joins the list even with none of the words. Read at query time from the turns that
-    exist now, so a forgotten turn lends nothing.
+    exist now, so a forgotten turn lends nothing. The list keeps its length: a turn that joins it displaces
+    the weakest hit, so ranking what follows costs what it did.
     """
     if not share or not neighbours:
         return candidates
@@ -50,7 +51,8 @@ def with_neighbours(candidates: Candidates, neighbours: Mapping[int, Sequence[in
     for hit in candidates.sparse:
         for seq in neighbours.get(hit.seq, ()):
             scores[seq] = scores.get(seq, 0.0) + share * hit.score
-    return Candidates(dense=candidates.dense, sparse=_ordered([Hit(seq, score) for seq, score in scores.items()]))
+    ranked = _ordered([Hit(seq, score) for seq, score in scores.items()])
+    return Candidates(dense=candidates.dense, sparse=ranked[: len(candidates.sparse)])
 
 
 def lent_coverage(lexical: Mapping[int, float], neighbours: Mapping[int, Sequence[int]], share: float) -> dict[int, float]:
