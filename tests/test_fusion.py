@@ -94,10 +94,12 @@ def test_each_bm25_hit_lends_a_share_of_its_score_to_the_turns_said_next_to_it()
     assert smoothed.sparse == [Hit(1, 4.0), Hit(2, 3.0), Hit(3, 2.0), Hit(4, 1.0)]
 
 
-def test_hits_next_to_each_other_add_up_and_no_share_changes_nothing() -> None:
-    found = Candidates(dense=[], sparse=[Hit(1, 1.0), Hit(2, 3.0)])
-    assert with_neighbours(found, {1: [2], 2: [1]}, share=0.5).sparse == [Hit(2, 3.5), Hit(1, 2.5)]
-    assert with_neighbours(found, {1: [2], 2: [1]}, share=0.0) is found
+def test_a_turn_borrows_up_to_its_best_neighbours_score_never_past_it() -> None:
+    found = Candidates(dense=[], sparse=[Hit(2, 3.0), Hit(1, 1.0), Hit(3, 1.0), Hit(5, 0.2)])
+    smoothed = with_neighbours(found, {2: [1, 3], 1: [2], 3: [2, 4]}, share=0.5)
+    # Hit 2 (3.0) would get 3.0 + 1.0 from its weaker neighbours, but keeps 3.0; 1 and 3 rise to 2.5; 4 gets 0.5.
+    assert smoothed.sparse == [Hit(2, 3.0), Hit(1, 2.5), Hit(3, 2.5), Hit(4, 0.5)]
+    assert with_neighbours(found, {2: [1, 3], 1: [2], 3: [2, 4]}, share=0.0) is found
     assert with_neighbours(found, {}, share=0.5) is found
 
 

@@ -40,17 +40,22 @@ def with_neighbours(candidates: Candidates, neighbours: Mapping[int, Sequence[in
 
     A conversation spreads one fact over adjacent turns: the question's words are in one ("what did Ana adopt
     last month?"), the answer in the next ("a greyhound called Biscuit"). Scored alone, the answer turn lacks
-    the words. Each turn's evidence becomes its own BM25 score plus `share` of its neighbours', so a turn next
-    to strong matches joins the list even with none of the words. Read at query time from the turns that
-    exist now, so a forgotten turn lends nothing. The list keeps its length: a turn that joins it displaces
-    the weakest hit, so ranking what follows costs what it did.
+    the words. Each turn's evidence becomes its own BM25 score plus `share` of its neighbours', but never more
+    than the best neighbour's own score: a turn found through the words next to it ranks up to that turn, not
+    past it, so a hit keeps its place over the turns around it. The list keeps its length: a turn that joins it
+    displaces the weakest hit, so ranking what follows costs what it did. Read at query time from the turns
+    that exist now, so a forgotten turn lends nothing.
     """
     if not share or not neighbours:
         return candidates
-    scores = {hit.seq: hit.score for hit in candidates.sparse}
+    own = {hit.seq: hit.score for hit in candidates.sparse}
+    lent: dict[int, float] = {}
+    best: dict[int, float] = {}
     for hit in candidates.sparse:
         for seq in neighbours.get(hit.seq, ()):
-            scores[seq] = scores.get(seq, 0.0) + share * hit.score
+            lent[seq] = lent.get(seq, 0.0) + share * hit.score
+            best[seq] = max(best.get(seq, 0.0), hit.score)
+    scores = own | {seq: max(own.get(seq, 0.0), min(own.get(seq, 0.0) + lent[seq], best[seq])) for seq in lent}
     ranked = _ordered([Hit(seq, score) for seq, score in scores.items()])
     return Candidates(dense=candidates.dense, sparse=ranked[: len(candidates.sparse)])
 
