@@ -153,7 +153,8 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
     if method == "dense":
         return pool.collapse([hit.seq for hit in candidates.dense])[:depth]
     n = max(params.fusion.candidates, depth)
-    cut = with_neighbours(Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n]), pool.neighbours[i], params.fusion.neighbour_share)
+    first = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+    cut = with_neighbours(first, pool.neighbours[i], params.fusion.neighbour_share)
     kept, _ = rank(
         cut, pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated, cosines=pool.cosines[i],
         exact_terms=pool.exact[i], neighbours=pool.neighbours[i],

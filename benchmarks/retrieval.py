@@ -230,7 +230,8 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
 def cut(candidates: Candidates, params: RankingParams, neighbours: dict[int, list[int]]) -> Candidates:
     """The candidates a setting ranks: its number from each list, BM25 hits lending their neighbours a share (as `recall`)."""
     n = params.fusion.candidates
-    return with_neighbours(Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n]), neighbours, params.fusion.neighbour_share)
+    first = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+    return with_neighbours(first, neighbours, params.fusion.neighbour_share)
 
 
 def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingParams, floor: float = 0.0) -> list[list[int]]:

@@ -245,7 +245,8 @@ class Recall:
             nearby = admitted_neighbours(around, fetched, where)
             found = with_neighbours(found, nearby, share)
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}
-        memories = {seq: fetched[seq] for seq in listed & fetched.keys()} | self.journal.get_by_seqs(sorted(listed - fetched.keys()))
+        memories = {seq: fetched[seq] for seq in listed & fetched.keys()}
+        memories |= self.journal.get_by_seqs(sorted(listed - fetched.keys()))
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
         on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
         cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
