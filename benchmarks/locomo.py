@@ -38,6 +38,7 @@ from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.ranking import rank
 from project_ledger.memory.service import LedgerService
+from project_ledger.search.fusion import with_neighbours
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 
@@ -152,10 +153,11 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
     if method == "dense":
         return pool.collapse([hit.seq for hit in candidates.dense])[:depth]
     n = max(params.fusion.candidates, depth)
-    cut = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+    first = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+    cut = with_neighbours(first, pool.neighbours[i], params.fusion.neighbour_share)
     kept, _ = rank(
         cut, pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated, cosines=pool.cosines[i],
-        exact_terms=pool.exact[i],
+        exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
     )  # fmt: skip
     return pool.collapse([item.seq for item in kept])[:depth]
 
@@ -210,10 +212,12 @@ class Locomo:
 METHODS = (
     ("BM25 alone", "bm25"),
     ("dense alone", "dense"),
-    ("previous fusion (RRF k=20, dense ×1.5, no cosine for BM25-only candidates)", "before"),
+    ("first fusion (RRF k=20, dense ×1.5, no cosine for BM25-only candidates)", "before"),
+    ("previous fusion (RRF k=10, equal weights, no neighbour sharing)", "unshared"),
     ("as shipped (defaults, relevance floor applied)", "shipped"),
 )
 BEFORE = FusionParams(k=20, dense_weight=1.5, candidates=50)
+UNSHARED = FusionParams(k=10, dense_weight=1.0, candidates=50)  # before turns lent their neighbours a share of BM25
 
 
 def table(bench: Locomo, params: RankingParams) -> list[str]:
@@ -222,11 +226,13 @@ def table(bench: Locomo, params: RankingParams) -> list[str]:
         "|---|" + "---|" * (len(KS) + 1 + len(CATEGORIES)),
     ]
     for name, method in METHODS:
-        floor = params.floor if method in ("shipped", "before") else 0.0
+        floor = params.floor if method in ("shipped", "before", "unshared") else 0.0
         used, pool = params, bench.pool
         if method == "before":
             used, pool = replace(params, fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))
-        full = "full" if method in ("shipped", "before") else method
+        elif method == "unshared":
+            used = replace(params, fusion=UNSHARED)
+        full = "full" if method in ("shipped", "before", "unshared") else method
         overall, per = bench.score(full, used, floor=floor, pool=pool), bench.by_category(full, used, pool)
         lines.append(f"| {name} | {overall.row()} | " + " | ".join(f"{per[c]:.3f}" for c in CATEGORIES.values()) + " |")
     return lines

@@ -43,12 +43,12 @@ import project_ledger.storage.journal as journal_module
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.project_context import ProjectContextFile
-from project_ledger.memory.ranking import for_window, rank
+from project_ledger.memory.ranking import admitted_neighbours, for_window, rank
 from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.service import LedgerService
 from project_ledger.memory.validation import parse_moment
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse
+from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
@@ -193,6 +193,7 @@ class Pools:
     parent_seq: dict[int, int]  # captured memory -> its turn: recall shows the turn in the better place of the two
     cosines: list[dict[int, float]]  # per question, every candidate's similarity to it, as `recall` computes for BM25-only ones
     exact: list[list[str]]  # per question, the identifiers it names (`text_signals.exact_terms`)
+    neighbours: list[dict[int, list[int]]]  # per question, the turns next to each BM25 hit that it admits, as `recall` finds them
 
     def collapse(self, seqs: Sequence[int]) -> list[int]:
         return list(dict.fromkeys(self.parent_seq.get(seq, seq) for seq in seqs))
@@ -202,24 +203,35 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     embedder = ledger.sync.embedder
     vectors = [embedder.embed_query(text).tolist() for text in texts]
     candidates = [ledger.sync.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
-    cosines = [
-        ledger.sync.cosines(v, sorted({hit.seq for hit in (*c.dense, *c.sparse)})) for v, c in zip(vectors, candidates, strict=True)
-    ]
-    seqs = sorted({hit.seq for c in candidates for hit in (*c.dense, *c.sparse)})
+    around = ledger.journal.neighbours(sorted({hit.seq for c in candidates for hit in c.sparse}))
+    seqs = sorted({hit.seq for c in candidates for hit in (*c.dense, *c.sparse)} | {n for near in around.values() for n in near})
     memories = ledger.journal.get_by_seqs(seqs)
+    neighbours = [
+        admitted_neighbours({hit.seq: around[hit.seq] for hit in c.sparse if hit.seq in around}, memories, where)
+        for c, where in zip(candidates, wheres, strict=True)
+    ]
+    considered = [
+        sorted(({hit.seq for hit in (*c.dense, *c.sparse)} | {n for near in nb.values() for n in near}) & memories.keys())
+        for c, nb in zip(candidates, neighbours, strict=True)
+    ]
+    cosines = [ledger.sync.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
-        ledger.sync.coverage(text, {hit.seq: memories[hit.seq].text for hit in (*c.dense, *c.sparse) if hit.seq in memories})
-        for text, c in zip(texts, candidates, strict=True)
+        ledger.sync.coverage(text, {seq: memories[seq].text for seq in these if seq in memories})
+        for text, these in zip(texts, considered, strict=True)
     ]
     seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}
     captured = ledger.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
     parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
     exact = [exact_terms(text) for text in texts]
-    return Pools(candidates, lexical, memories, ledger.retrieval.outdated(memories), list(wheres), parent_seq, cosines, exact)
+    outdated = ledger.retrieval.outdated(memories)
+    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours)
 
 
-def cut(candidates: Candidates, n: int) -> Candidates:
-    return Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+def cut(candidates: Candidates, params: RankingParams, neighbours: dict[int, list[int]]) -> Candidates:
+    """The candidates a setting ranks: its number from each list, BM25 hits lending their neighbours a share (as `recall`)."""
+    n = params.fusion.candidates
+    first = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
+    return with_neighbours(first, neighbours, params.fusion.neighbour_share)
 
 
 def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingParams, floor: float = 0.0) -> list[list[int]]:
@@ -236,8 +248,8 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
         else:
             windowed = for_window(params, pool.wheres[i])
             kept, _ = rank(
-                cut(candidates, params.fusion.candidates), pool.memories, pool.lexical[i], windowed, now, floor=floor,
-                outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i],
+                cut(candidates, params, pool.neighbours[i]), pool.memories, pool.lexical[i], windowed, now, floor=floor,
+                outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
             )  # fmt: skip
             found.append(pool.collapse([item.seq for item in kept])[:10])
     return found
@@ -297,11 +309,12 @@ def calibrate_floor(pool: Pools, questions: list[Question], unanswerable: Pools,
         r10 = score(rankings(pool, everything, "full", params, floor), questions).r10
         empty = sum(
             not rank(
-                cut(c, params.fusion.candidates), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated,
-                cosines=cos, exact_terms=exact,
+                cut(c, params, near), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated,
+                cosines=cos, exact_terms=exact, neighbours=near,
             )[0]
-            for c, lex, cos, exact in zip(
-                unanswerable.candidates, unanswerable.lexical, unanswerable.cosines, unanswerable.exact, strict=True
+            for c, lex, cos, exact, near in zip(
+                unanswerable.candidates, unanswerable.lexical, unanswerable.cosines, unanswerable.exact, unanswerable.neighbours,
+                strict=True,
             )
         )
         lines.append(f"| {floor:.2f} | {r10:.3f} | {empty} of {len(unanswerable.candidates)} |")

@@ -3,8 +3,9 @@
     python benchmarks/tune_fusion.py
 
 The corpora: the project's own conversation (`benchmarks/retrieval.py`) and the LoCoMo dev split
-(`benchmarks/locomo.py`). Each candidate setting (RRF k, dense weight, candidates per leg, and whether BM25-only
-candidates get their own cosine, `fusion.with_meaning`) ranks every question of both; the other signals
+(`benchmarks/locomo.py`). Each candidate setting (RRF k, dense weight, candidates per leg, the share of a BM25 hit's
+score lent to the turns next to it, `fusion.with_neighbours`, and whether BM25-only candidates get their own cosine,
+`fusion.with_meaning`) ranks every question of both; the other signals
 (recency, kinds, outdated turns) stay at their defaults. `--without-meaning` also scores every setting
 without the cosines, to show what they buy.
 
@@ -43,7 +44,10 @@ class Setting:
     def label(self) -> str:
         f = self.fusion
         meaning = "yes" if self.meaning else "no"
-        return f"k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} per leg, cosine for BM25-only: {meaning}"
+        return (
+            f"k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} per leg, neighbour share {f.neighbour_share:g}, "
+            f"cosine for BM25-only: {meaning}"
+        )
 
 
 @dataclass
@@ -94,11 +98,11 @@ def locomo_corpus(tmp: Path) -> Corpus:
 # Every setting gives BM25-only candidates their cosine: besides ranking, it lets the relevance floor judge them on
 # meaning and not on shared words alone. The settings without it are scored for the record (`--without-meaning`).
 SETTINGS = [
-    Setting(FusionParams(k=k, dense_weight=w, candidates=c), meaning=True)
-    for k, w, c in itertools.product((2, 5, 10, 20, 60), (0.75, 1.0, 1.5), (20, 50))
+    Setting(FusionParams(k=k, dense_weight=w, candidates=c, neighbour_share=share), meaning=True)
+    for k, w, c, share in itertools.product((3, 5, 10), (0.6, 0.75, 1.0), (50,), (0.0, 0.3, 0.5, 0.7))
 ]
 SLACK = 0.01  # R@10 a corpus may lose and still count as held: about two questions of the project's 176
-DEFAULT = Setting(FusionParams(k=20, dense_weight=1.5, candidates=50), meaning=False)  # what shipped before this tuning
+DEFAULT = Setting(FusionParams(k=10, dense_weight=1.0, candidates=50), meaning=True)  # what shipped before this tuning
 
 
 def choose(

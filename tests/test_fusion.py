@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from project_ledger.search.fusion import coverage, fuse, positions, relevance, with_meaning
+from project_ledger.search.fusion import (
+    coverage,
+    fuse,
+    lent_coverage,
+    positions,
+    relevance,
+    with_meaning,
+    with_neighbours,
+)
 from project_ledger.search.index import Candidates, Hit
 from project_ledger.search.sparse import SparseVec, whole_identifiers
 from project_ledger.search.tuning import FusionParams
@@ -76,3 +84,25 @@ def test_identifiers_the_code_tokenizer_splits_also_get_their_whole_form() -> No
     found = whole_identifiers("see OPS-94093, v5.31.272 and --dry-run in src/app/retry.py")
     assert found == "ops94093 v531272 dryrun srcappretrypy"
     assert whole_identifiers("retry_policy and RetryPolicy are kept whole by the tokenizer; plain words too") == ""
+
+
+def test_each_bm25_hit_lends_a_share_of_its_score_to_the_turns_said_next_to_it() -> None:
+    found = Candidates(dense=[Hit(9, 0.8)], sparse=[Hit(1, 4.0), Hit(3, 2.0), Hit(7, 0.5), Hit(8, 0.4)])
+    smoothed = with_neighbours(found, {1: [2], 3: [2, 4]}, share=0.5)
+    assert smoothed.dense == found.dense
+    # Turn 2, between both hits, gets both shares; the list keeps its length, so the two weakest hits give way.
+    assert smoothed.sparse == [Hit(1, 4.0), Hit(2, 3.0), Hit(3, 2.0), Hit(4, 1.0)]
+
+
+def test_a_turn_borrows_up_to_its_best_neighbours_score_never_past_it() -> None:
+    found = Candidates(dense=[], sparse=[Hit(2, 3.0), Hit(1, 1.0), Hit(3, 1.0), Hit(5, 0.2)])
+    smoothed = with_neighbours(found, {2: [1, 3], 1: [2], 3: [2, 4]}, share=0.5)
+    # Hit 2 (3.0) would get 3.0 + 1.0 from its weaker neighbours, but keeps 3.0; 1 and 3 rise to 2.5; 4 gets 0.5.
+    assert smoothed.sparse == [Hit(2, 3.0), Hit(1, 2.5), Hit(3, 2.5), Hit(4, 0.5)]
+    assert with_neighbours(found, {2: [1, 3], 1: [2], 3: [2, 4]}, share=0.0) is found
+    assert with_neighbours(found, {}, share=0.5) is found
+
+
+def test_a_turn_borrows_a_share_of_its_best_neighbouring_hits_coverage() -> None:
+    lent = lent_coverage({1: 1.0, 3: 0.5}, {1: [2], 3: [2, 4]}, share=0.3)
+    assert lent == pytest.approx({2: 0.3, 4: 0.15})

@@ -11,11 +11,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank, rare_exact
+from project_ledger.memory.ranking import (
+    Ranked,
+    admitted_neighbours,
+    collapse_captured,
+    for_window,
+    outdated_turns,
+    rank,
+    rare_exact,
+)
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse
+from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, Hit, SearchFilter
-from project_ledger.search.tuning import RankingParams
+from project_ledger.search.tuning import FusionParams, RankingParams
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 PARAMS = RankingParams()
@@ -150,3 +158,31 @@ def test_an_identifier_many_candidates_hold_changes_no_order() -> None:
     assert rare_exact(shared, set(shared), ["retrypolicy.backoff_ms"], 3) == set()
     assert rare_exact(shared, set(shared), ["retrypolicy.backoff_ms"], 5) == set(shared)
     assert rare_exact(shared, set(shared), ["retrypolicy.backoff"], 5) == set()  # a part of a name is not the name
+
+
+def test_a_turn_next_to_the_turns_holding_the_words_ranks_without_having_them() -> None:
+    turns = {seq: memory(f"t{seq}", "turn", session="s1") for seq in range(1, 8)}
+    found = Candidates(dense=[], sparse=[Hit(3, 5.0), Hit(6, 1.0), Hit(1, 0.1), Hit(7, 0.1)])  # t3 asked, t4 answered
+    around = {3: [2, 4], 6: [5, 7], 1: [2], 7: [6]}
+    lexical = {3: 1.0, 6: 0.5, 1: 0.2, 7: 0.2}  # t2 and t4 hold none of the query's words
+    sharing = replace(PARAMS, fusion=FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.5))
+    kept, _ = rank(with_neighbours(found, around, 0.5), turns, lexical, sharing, NOW.timestamp(), floor=0.45, neighbours=around)
+    assert [item.memory.id for item in kept] == ["t3", "t2", "t4", "t6"]
+    assert {item.memory.id: item.relevance for item in kept}["t4"] == pytest.approx(0.5)  # half of t3's coverage: over the floor
+    alone, _ = rank(found, turns, lexical, PARAMS, NOW.timestamp(), floor=0.0)
+    assert [item.memory.id for item in alone] == ["t3", "t6", "t1", "t7"]
+
+
+def test_only_neighbouring_turns_the_search_filter_admits_may_join() -> None:
+    memories = {
+        1: memory("t1", "turn", session="s1", tags=["billing"]),
+        2: memory("t2", "turn", session="s1", tags=["billing"], superseded_by="t9"),
+        3: memory("t3", "turn", age_days=10, session="s1", tags=["billing"]),
+        4: memory("t4", "turn", session="s1", tags=["other"]),
+    }
+    around = {10: [1, 2], 11: [3, 4], 12: [5]}  # 5 was forgotten: not among the live memories
+    assert admitted_neighbours(around, memories, SearchFilter()) == {10: [1], 11: [3, 4]}
+    recent = SearchFilter(since=(NOW - timedelta(days=2)).timestamp(), tags=["billing"])
+    assert admitted_neighbours(around, memories, recent) == {10: [1]}
+    assert admitted_neighbours(around, memories, SearchFilter(kinds=["decision"])) == {}
+    assert admitted_neighbours(around, memories, SearchFilter(include_superseded=True, session="s1")) == {10: [1, 2], 11: [3, 4]}

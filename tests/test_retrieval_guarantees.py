@@ -110,3 +110,38 @@ async def test_an_index_built_by_an_older_format_is_rebuilt_and_then_finds_whole
         hits = await ledger.recall("--retry-export-window", k=1)
         assert [hit["id"] for hit in hits] == [flagged]
         assert "older index format: rebuilt" in json.dumps(await ledger.call("status"))
+
+
+CONVERSATION = [
+    ("user", "Did Marta ever say where she adopted Zorbelino, her greyhound?"),
+    ("assistant", "Casa dos Galgos, up in Porto. It took three visits before they let her take him home."),
+    ("user", "Good to know. Anyway, the staging deploy failed again last night."),
+    ("assistant", "The migration step timed out; I raised its limit to ten minutes."),
+    ("user", "Then let's rerun it after lunch."),
+]
+DOG_TALK = [
+    "The office is dog-friendly on Fridays, as long as the dogs stay out of the kitchen.",
+    "Pets are not allowed in the server room, whatever the owner says.",
+    "Jonas walks his two beagles at noon, so he is away from his desk then.",
+    "The shelter downtown asked whether we could sponsor their adoption day.",
+    "Someone's puppy chewed through the conference room's HDMI cable.",
+    "We put a water bowl for visiting dogs next to the reception desk.",
+    "Rita fosters kittens from the animal rescue every spring.",
+    "The team photo this year had three dogs and one very patient cat in it.",
+]
+
+
+async def test_a_question_whose_words_sit_in_the_turn_before_the_answer_finds_the_answer(project: Project) -> None:
+    async with serve(project) as ledger:
+        ids = [await ledger.remember(text, kind="turn", role=role, session="chat-1") for role, text in CONVERSATION]
+        for text in DOG_TALK:
+            await ledger.remember(text, kind="note", session="office")
+        await ledger.settled()
+        answer = ids[1]  # shares no word with the question: the turn before it holds them
+        found = [hit["id"] for hit in await ledger.recall("where did Marta adopt her greyhound", k=3)]
+        assert answer in found
+        assert answer in [hit["id"] for hit in await ledger.recall("Zorbelino", k=3)]
+
+        # Forgetting the turn that held the words takes its share with it: nothing it said still lifts the answer.
+        await ledger.call("forget", id=ids[0])
+        assert answer not in [hit["id"] for hit in await ledger.recall("Zorbelino", k=3)]

@@ -336,10 +336,14 @@ class ExplainedHit(Record):
     outdated_by: str | None
     dense: float | None = Field(description="Cosine similarity; null when the dense list did not find it.")
     dense_rank: int | None = Field(description="Place in the dense list, from 0.")
-    bm25: float | None = Field(description="BM25 score; null when the BM25 list did not find it.")
+    bm25: float | None = Field(
+        description="BM25 score plus the share lent by the BM25 hits said next to it (a turn); null when neither found it."
+    )
     bm25_rank: int | None
     coverage: float = Field(description="Share of the query's terms it contains.")
-    relevance: float = Field(description="max(dense, coverage): what the floor applies to.")
+    relevance: float = Field(
+        description="max(dense, coverage, the share of a neighbouring hit's coverage): what the floor applies to."
+    )
     fused: float = Field(description="Weighted reciprocal-rank fusion of the two places, before boosts.")
     boosts: dict[str, float] = Field(description="Factors applied to the fused score: recency, access, kind, session, superseded.")
     score: float = Field(description="fused times every boost: the ranking order.")
@@ -355,7 +359,9 @@ class RecallExplanation(Record):
     mode: RecallMode
     k: int
     floor: float
-    fusion: dict[str, float] = Field(description="k, dense_weight, sparse_weight, candidates.")
+    fusion: dict[str, float] = Field(
+        description="k, dense_weight, sparse_weight, candidates, neighbour_share (of a BM25 hit's score lent to the turns next to it)."
+    )
     candidates: dict[str, int] = Field(description="How many points each list returned: dense, bm25.")
     results: list[ExplainedHit] = Field(description="What recall would return, in order (before any token budget).")
     not_returned: list[ExplainedHit] = Field(description="Above the floor but past k, or collapsed into their turn.")

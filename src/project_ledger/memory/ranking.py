@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse, positions, relevance, with_meaning
+from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.text.text_signals import mentions
@@ -40,7 +40,7 @@ class Sources:
 
     dense: float | None  # cosine similarity, when the dense list found it
     dense_rank: int | None  # its place in that list, from 0
-    bm25: float | None  # BM25 score, when the BM25 list found it
+    bm25: float | None  # BM25 score with its neighbouring turns' share (`fusion.with_neighbours`), when it has one
     bm25_rank: int | None
     coverage: float  # share of the query's terms it contains
     fused: float  # reciprocal-rank fusion of the two places, before boosts
@@ -94,6 +94,31 @@ def outdated_turns(
     return found
 
 
+def admitted_neighbours(
+    neighbours: Mapping[int, Sequence[int]], memories: Mapping[int, Memory], where: SearchFilter
+) -> dict[int, list[int]]:
+    """The neighbouring turns (`Journal.neighbours`) the search's filter lets in: only they may join the
+    candidates. A turn outside the asked kinds, tags or time window, superseded or forgotten, lends no score
+    and borrows none."""
+    kept: dict[int, list[int]] = {}
+    for seq, around in neighbours.items():
+        if inside := [n for n in around if n in memories and _admits(where, memories[n])]:
+            kept[seq] = inside
+    return kept
+
+
+def _admits(where: SearchFilter, memory: Memory) -> bool:
+    created = datetime.fromisoformat(memory.created_at).timestamp()  # stored with a Z: aware, UTC
+    return (
+        (not where.kinds or memory.kind in where.kinds)
+        and (not where.tags or bool(set(where.tags) & set(memory.tags)))
+        and (where.session is None or memory.session == where.session)
+        and (where.since is None or created >= where.since)
+        and (where.until is None or created <= where.until)
+        and (where.include_superseded or memory.superseded_by is None)
+    )
+
+
 def _boosts(memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool) -> dict[str, float]:
     boosts: dict[str, float] = {}
     if not memory.pinned and memory.kind not in params.no_decay_kinds and params.half_life_days > 0:
@@ -124,6 +149,7 @@ def rank(
     outdated: Mapping[int, str] | None = None,
     cosines: Mapping[int, float] | None = None,
     exact_terms: Sequence[str] = (),
+    neighbours: Mapping[int, Sequence[int]] | None = None,
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, below the floor), each best first.
 
@@ -132,9 +158,14 @@ def rank(
     `cosines` the similarity to the query of candidates the dense list may lack
     (see `fusion.with_meaning`), and `exact_terms` the identifiers the query
     names (`text_signals.exact_terms`): the few candidates holding one come
-    first (see `rare_exact`).
+    first (see `rare_exact`). BM25 hits have already lent their neighbouring
+    turns a share of their score (`fusion.with_neighbours`, applied by the
+    caller, before it fetches what the candidates need); `neighbours` says which
+    turns those were (`admitted_neighbours`), so that they borrow a share of the
+    query-term coverage too (`fusion.lent_coverage`).
     """
     outdated = outdated or {}
+    lent = lent_coverage(lexical, neighbours or {}, params.fusion.neighbour_share)
     found = with_meaning(found, cosines or {})
     exact = rare_exact(memories, {hit.seq for hit in (*found.dense, *found.sparse)}, exact_terms, params.exact_most)
     dense = {hit.seq: hit.score for hit in found.dense}
@@ -153,7 +184,7 @@ def rank(
             seq=hit.seq,
             memory=memory,
             score=score,
-            relevance=relevance(dense.get(hit.seq), lexical.get(hit.seq, 0.0)),
+            relevance=relevance(dense.get(hit.seq), max(lexical.get(hit.seq, 0.0), lent.get(hit.seq, 0.0))),
             outdated_by=outdated.get(hit.seq),
             sources=Sources(
                 dense=dense.get(hit.seq),

@@ -18,9 +18,10 @@ from typing import NamedTuple
 from project_ledger.code.links import CodeAnchors
 from project_ledger.errors import InvalidArgument, StorageError
 from project_ledger.memory.context_sections import render_hit
-from project_ledger.memory.ranking import Ranked, collapse_captured, for_window, outdated_turns, rank
+from project_ledger.memory.ranking import Ranked, admitted_neighbours, collapse_captured, for_window, outdated_turns, rank
 from project_ledger.memory.validation import Limits, Validator, parse_moment
 from project_ledger.models import ExplainedHit, Fate, Memory, RecallExplanation, RecallHit, RecallMode, RecallResult
+from project_ledger.search.fusion import with_neighbours
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
@@ -152,7 +153,7 @@ class Recall:
             k=k,
             floor=self.params.floor if floor is None else floor,
             fusion={"k": fusion.k, "dense_weight": fusion.dense_weight, "sparse_weight": fusion.sparse_weight,
-                    "candidates": max(fusion.candidates, k)},
+                    "candidates": max(fusion.candidates, k), "neighbour_share": fusion.neighbour_share},
             candidates={"dense": len(found.dense), "bm25": len(found.sparse)},
             results=[_explained(r, "returned") for r in collapsed[:k]],
             not_returned=[
@@ -239,14 +240,23 @@ class Recall:
         elif not lexical:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
-        memories = self.journal.get_by_seqs(sorted({hit.seq for hit in (*found.dense, *found.sparse)}))
+        nearby: dict[int, list[int]] = {}
+        fetched: dict[int, Memory] = {}
+        if share := self.params.fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
+            around = self.journal.neighbours([hit.seq for hit in found.sparse])
+            fetched = self.journal.get_by_seqs(sorted({seq for near in around.values() for seq in near}))
+            nearby = admitted_neighbours(around, fetched, where)
+            found = with_neighbours(found, nearby, share)
+        listed = {hit.seq for hit in (*found.dense, *found.sparse)}
+        memories = {seq: fetched[seq] for seq in listed & fetched.keys()}
+        memories |= self.journal.get_by_seqs(sorted(listed - fetched.keys()))
         lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
-        on_words_only = sorted({hit.seq for hit in found.sparse} - {hit.seq for hit in found.dense} & memories.keys())
+        on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
         cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()
         kept, below = rank(
             found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
-            exact_terms=exact_terms(query),
+            exact_terms=exact_terms(query), neighbours=nearby,
         )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 

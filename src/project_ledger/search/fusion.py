@@ -6,7 +6,7 @@ the per-list scores stay available to callers (the recall debugger shows them). 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from project_ledger.search.index import Candidates, Hit
 from project_ledger.search.sparse import SparseVec
@@ -33,6 +33,44 @@ def with_meaning(candidates: Candidates, cosines: Mapping[int, float]) -> Candid
     have = {hit.seq for hit in candidates.dense}
     extra = [Hit(hit.seq, cosines[hit.seq]) for hit in candidates.sparse if hit.seq not in have and hit.seq in cosines]
     return Candidates(dense=_ordered([*candidates.dense, *extra]), sparse=candidates.sparse) if extra else candidates
+
+
+def with_neighbours(candidates: Candidates, neighbours: Mapping[int, Sequence[int]], share: float) -> Candidates:
+    """The BM25 list with each hit lending `share` of its score to the turns said next to it (`neighbours`, by seq).
+
+    A conversation spreads one fact over adjacent turns: the question's words are in one ("what did Ana adopt
+    last month?"), the answer in the next ("a greyhound called Biscuit"). Scored alone, the answer turn lacks
+    the words. Each turn's evidence becomes its own BM25 score plus `share` of its neighbours', but never more
+    than the best neighbour's own score: a turn found through the words next to it ranks up to that turn, not
+    past it, so a hit keeps its place over the turns around it. The list keeps its length: a turn that joins it
+    displaces the weakest hit, so ranking what follows costs what it did. Read at query time from the turns
+    that exist now, so a forgotten turn lends nothing.
+    """
+    if not share or not neighbours:
+        return candidates
+    own = {hit.seq: hit.score for hit in candidates.sparse}
+    lent: dict[int, float] = {}
+    best: dict[int, float] = {}
+    for hit in candidates.sparse:
+        for seq in neighbours.get(hit.seq, ()):
+            lent[seq] = lent.get(seq, 0.0) + share * hit.score
+            best[seq] = max(best.get(seq, 0.0), hit.score)
+    scores = own | {seq: max(own.get(seq, 0.0), min(own.get(seq, 0.0) + lent[seq], best[seq])) for seq in lent}
+    ranked = _ordered([Hit(seq, score) for seq, score in scores.items()])
+    return Candidates(dense=candidates.dense, sparse=ranked[: len(candidates.sparse)])
+
+
+def lent_coverage(lexical: Mapping[int, float], neighbours: Mapping[int, Sequence[int]], share: float) -> dict[int, float]:
+    """The query-term coverage each turn borrows from the BM25 hits next to it: `share` of the best one's.
+
+    A turn that joins the candidates on its neighbour's words (`with_neighbours`) would otherwise fall under the
+    relevance floor for lacking the words it was found through.
+    """
+    lent: dict[int, float] = {}
+    for seq, around in neighbours.items():
+        for other in around:
+            lent[other] = max(lent.get(other, 0.0), share * lexical.get(seq, 0.0))
+    return lent
 
 
 def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:

@@ -503,6 +503,23 @@ class Journal:
         )
         return [_row_to_memory(row) for row in rows]
 
+    def neighbours(self, seqs: Sequence[int]) -> dict[int, list[int]]:
+        """For each of these live turns with a session: the live turns said just before and just after it in that
+        session (seq order is the order they were stored), by seq. Two lookups per turn in `memories_session`."""
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        rows = self._read(
+            "SELECT c.seq, "
+            "(SELECT MAX(m.seq) FROM memories m WHERE m.session = c.session AND m.kind = 'turn' AND m.deleted_at IS NULL "
+            "AND m.seq < c.seq), "
+            "(SELECT MIN(m.seq) FROM memories m WHERE m.session = c.session AND m.kind = 'turn' AND m.deleted_at IS NULL "
+            "AND m.seq > c.seq) "
+            f"FROM memories c WHERE c.seq IN ({marks}) AND c.kind = 'turn' AND c.session IS NOT NULL AND c.deleted_at IS NULL",
+            list(seqs),
+        )
+        return {row[0]: [seq for seq in row[1:] if seq is not None] for row in rows}
+
     def anchors(self, ids: Sequence[str] | None = None) -> dict[str, list[Anchor]]:
         """Code links by memory id: of these live memories, or of all of them."""
         sql = "SELECT m.id, l.target, l.path, l.name, l.hash FROM memory_links l JOIN memories m ON m.seq = l.seq WHERE m.deleted_at IS NULL"
