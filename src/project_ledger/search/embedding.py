@@ -171,9 +171,14 @@ def _release_freed_memory() -> None:
 
 
 def _one_malloc_arena() -> None:
-    """Make every thread allocate from one glibc arena. Each embedding thread otherwise gets an arena of its
-    own, whose freed pages `malloc_trim` gives back only in part: about 60 MB more stayed resident after a
-    round of code symbols on two threads, for no measurable CPU difference."""
+    """Make every thread of the process allocate from one glibc arena.
+
+    Each thread (the embedding threads, the index's and the workers') otherwise gets an arena of its own, up to
+    16 on two cores, and freed memory stays in them: `serve` on rich held 644 MB once every symbol had its
+    vector, and 333 MB with one arena, for no measurable CPU difference (`benchmarks/serve_memory.py`).
+    glibc fixes the number of arenas once about eight exist, so this has to run before the process starts
+    its threads: `create_embedder` runs it, as the services are built.
+    """
     libc = _libc()
     if libc is not None:
         libc.mallopt(M_ARENA_MAX, 1)
@@ -303,7 +308,6 @@ class OnnxEmbedder(_LazyEmbedder):
         options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
         options.inter_op_num_threads = 1
         options.enable_cpu_mem_arena = False
-        _one_malloc_arena()
         model = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
         self._session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer
@@ -385,6 +389,7 @@ def create_embedder(model: str | None, model_path: Path | None, cache_dir: Path,
     under the given name (default all-MiniLM-L6-v2). A name alone: fastembed
     fetches it on first load, which needs the network.
     """
+    _one_malloc_arena()
     threads = threads or os.cpu_count() or 1
     name = model or DEFAULT_MODEL
     if model_path is not None:
