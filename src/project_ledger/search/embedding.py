@@ -136,8 +136,8 @@ def plan_batches(lengths: Sequence[int], most: int, max_tokens: int) -> list[lis
     text is padded to the batch's longest (a longer text alone gets its own batch).
 
     Sorting keeps the padding small. The token cap keeps a batch's activations small: they then stay in the
-    core's cache, and code symbols cost about 40% fewer CPU seconds at 256 padded tokens than at 1,024 (and
-    fastembed's batches of 8 whatever their length); peak memory is lower too (`benchmarks/embedding.py`).
+    core's cache, and code symbols cost about 35% fewer CPU seconds at 256 padded tokens than at 1,024, with
+    a lower peak of memory too (batches of 32 uncapped needed more than 400 MB while they ran).
     """
     batches: list[list[int]] = []
     current: list[int] = []
@@ -281,10 +281,12 @@ class OnnxEmbedder(_LazyEmbedder):
     """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly, computing what fastembed
     computes for it (tokens cut at 256, mean of the token vectors over the attention mask, unit length).
 
-    Not through fastembed: importing it takes about 0.4 s and 38 MB more than its three dependencies, and
-    its session keeps ONNX Runtime's memory arena, which holds on to the largest batch's activations (about
-    200 MB after a round of code symbols). Here the arena is off and freed memory goes back to the system
-    after each call; the word-embedding table stays int8 (`onnx_edit.gather_before_dequantize`).
+    Not through fastembed: importing it takes 31 MB more than its three dependencies (a fresh process got
+    its first query vector in 1.09 s through it, 0.56 s here), and its session keeps ONNX Runtime's memory
+    arena, which holds on to the largest batch's activations (about 200 MB after a round of code symbols).
+    Here the arena is off and freed memory goes back to the system after each call, and the word-embedding
+    table stays int8 (`onnx_edit.gather_before_dequantize`): 156 MB in all against 474 MB after 256 code
+    symbols (`benchmarks/serve_memory.py`).
     """
 
     def __init__(self, threads: int) -> None:
