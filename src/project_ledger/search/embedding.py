@@ -43,6 +43,7 @@ MAX_EMBED_CHARS = 2_000
 MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
 DOCUMENT_BATCH = 8
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
+TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
 WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
 QUERY_CACHE = 16
 
@@ -339,10 +340,12 @@ class OnnxEmbedder(_LazyEmbedder):
             unit = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             return list(unit.astype(np.float32))
 
+        lengths = [len(i) for i in ids]
         try:
-            return self._spread(plan_batches([len(i) for i in ids], DOCUMENT_BATCH, MAX_BATCH_TOKENS), run, len(texts))
+            return self._spread(plan_batches(lengths, DOCUMENT_BATCH, MAX_BATCH_TOKENS), run, len(texts))
         finally:
-            _release_freed_memory()
+            if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
+                _release_freed_memory()
 
 
 class FastEmbedEmbedder(_LazyEmbedder):
