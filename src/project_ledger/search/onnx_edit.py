@@ -154,8 +154,9 @@ def gather_before_dequantize(model: bytes, table: str) -> bytes:
             graph_out += [_length_field(GRAPH_NODE, node.encode()) for node in replacement]
         else:
             graph_out.append(f.raw)
-    graph_bytes = b"".join(graph_out)
+    # One copy of the 23 MB at the end: the graph's parts go into the model's join, behind their own header.
+    graph_header = _encode_varint(MODEL_GRAPH << 3 | LENGTH) + _encode_varint(sum(len(part) for part in graph_out))
     out: list[bytes | memoryview] = []
     for f in top:
-        out.append(_length_field(MODEL_GRAPH, graph_bytes) if f is graphs[0] else f.raw)
+        out += [graph_header, *graph_out] if f is graphs[0] else [f.raw]
     return b"".join(out)
