@@ -283,8 +283,8 @@ class OnnxEmbedder(_LazyEmbedder):
     """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly, computing what fastembed
     computes for it (tokens cut at 256, mean of the token vectors over the attention mask, unit length).
 
-    Not through fastembed: importing it takes 31 MB more than its three dependencies (a fresh process got
-    its first query vector in 1.09 s through it, 0.56 s here), and its session keeps ONNX Runtime's memory
+    Not through fastembed: importing it takes 31 MB more than its three dependencies (a fresh process gets
+    its first query vector in about twice the time through it), and its session keeps ONNX Runtime's memory
     arena, which holds on to the largest batch's activations (about 200 MB after a round of code symbols).
     Here the arena is off and freed memory goes back to the system after each call, and the word-embedding
     table stays int8 (`onnx_edit.gather_before_dequantize`): 156 MB in all against 474 MB after 256 code
