@@ -10,9 +10,10 @@ LoCoMo dev turns from ../shared/data/locomo-dev.json when present). Each is hand
 chunks its caller uses (the code search worker's EMBED_BATCH, the index sync's EMBED_BATCH).
 
 Ways of embedding, run interleaved (`--runs` rounds, medians):
-- before: fastembed with two ONNX threads, each chunk sorted by length and run in batches of 8, one after
-  the other, symbols in chunks of 32 (the embedder and the code search worker before this benchmark);
-- shipped: `FastEmbedEmbedder` as the server builds it (`create_embedder`, all cores);
+- before: the bundled model through fastembed (`FastEmbedEmbedder`, ONNX Runtime's arena on, batches of 8
+  texts by character length, spread over all cores), as the ledger ran it before;
+- shipped: `OnnxEmbedder` as the server builds it (`create_embedder`, all cores): ONNX Runtime directly,
+  batches of at most 256 padded tokens, arena off;
 - shipped, 1 core: the same with LEDGER_EMBED_THREADS=1.
 
 CPU seconds (`time.process_time`, every thread of this process) hold up on a loaded machine; texts per wall
@@ -28,6 +29,8 @@ import os
 import random
 import sqlite3
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,16 +41,21 @@ import numpy as np
 from code_index import RICH, index_run, log, sdist
 from project_ledger.code.search import EMBED_BATCH as SYMBOL_CHUNK
 from project_ledger.code.store import _SYMBOL_COLUMNS, _symbol
-from project_ledger.search.embedding import DEFAULT_MODEL, DOCUMENT_BATCH, MAX_EMBED_CHARS, create_embedder
+from project_ledger.search.embedding import (
+    DEFAULT_MODEL,
+    OFFLINE_IDENTITY,
+    FastEmbedEmbedder,
+    create_embedder,
+    prepare_offline_model,
+)
 from project_ledger.storage.index_sync import EMBED_BATCH as MEMORY_CHUNK
 from readme_table import replace_section
 
 CLICK = "click==8.*"
-BEFORE_SYMBOL_CHUNK = 32  # the code search worker's EMBED_BATCH before this benchmark
 HERE = Path(__file__).resolve().parent
 LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
 Embed = Callable[[Sequence[str]], list[np.ndarray]]
-BEFORE = "before (2 ONNX threads)"
+BEFORE = "before (fastembed)"
 
 
 def symbol_texts(root: Path, data_dir: Path, count: int) -> list[str]:
@@ -74,22 +82,11 @@ def memory_texts(count: int) -> list[str]:
 
 
 def before(cache: Path) -> Embed:
-    """The embedder as it was: two ONNX threads (spinning while they wait), one batch at a time."""
-    from fastembed import TextEmbedding
-
-    from project_ledger.search.embedding import prepare_offline_model
-
-    model = TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(prepare_offline_model(cache)), threads=os.cpu_count())
-
-    def embed(texts: Sequence[str]) -> list[np.ndarray]:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = model.embed([texts[i][:MAX_EMBED_CHARS] for i in order], batch_size=DOCUMENT_BATCH)
-        placed: list[np.ndarray] = [np.empty(0)] * len(texts)
-        for i, vector in zip(order, vectors, strict=True):
-            placed[i] = vector
-        return placed
-
-    return embed
+    """The bundled model through fastembed, as the ledger ran it before `OnnxEmbedder`."""
+    embedder = FastEmbedEmbedder(DEFAULT_MODEL, OFFLINE_IDENTITY, prepare_offline_model(cache), cache, os.cpu_count() or 1)
+    if not embedder.load():
+        raise SystemExit(f"fastembed did not load the model: {embedder.detail}")
+    return embedder.embed_documents
 
 
 def shipped(cache: Path, threads: int | None) -> Embed:
@@ -112,6 +109,29 @@ def timed(embed: Embed, texts: list[str], chunk: int) -> Sample:
     return Sample(time.perf_counter() - started, time.process_time() - cpu, vectors)
 
 
+LOAD_PROBE = r"""
+import os, sys, time
+started, cpu = time.perf_counter(), time.process_time()
+from pathlib import Path
+from project_ledger.search import embedding
+cache = Path(sys.argv[2])
+if sys.argv[1] == "before":
+    model_dir = embedding.prepare_offline_model(cache)
+    embedder = embedding.FastEmbedEmbedder(embedding.DEFAULT_MODEL, embedding.OFFLINE_IDENTITY, model_dir, cache, os.cpu_count())
+else:
+    embedder = embedding.create_embedder(None, None, cache, None)
+embedder.embed_query("where is the retry policy configured")
+print(time.perf_counter() - started, time.process_time() - cpu)
+"""
+
+
+def load_time(way: str, cache: Path) -> tuple[float, float]:
+    """Seconds (wall, CPU) from a fresh interpreter to a query's vector: imports, model load, one query."""
+    done = subprocess.run([sys.executable, "-c", LOAD_PROBE, way, str(cache)], capture_output=True, text=True, check=True)
+    wall, cpu = done.stdout.split()
+    return float(wall), float(cpu)
+
+
 def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
@@ -125,17 +145,15 @@ def main() -> None:
     args = parser.parse_args()
     cache = args.work / "models"
     cache.mkdir(parents=True, exist_ok=True)
-    sets: dict[str, tuple[list[str], int, int]] = {}  # texts, the chunk the caller hands over now, and before
+    sets: dict[str, tuple[list[str], int]] = {}  # texts, and the chunk their caller hands over
     for requirement in (RICH, CLICK):
         root = sdist(args.work, requirement)
         if root is None:
             log(f"{requirement} skipped (download failed)")
             continue
         label = root.name.replace("-", " ", 1)
-        sets[f"{label} symbols"] = (
-            symbol_texts(root, args.work / "embedding-data" / root.name, args.texts), SYMBOL_CHUNK, BEFORE_SYMBOL_CHUNK
-        )
-    sets["memories"] = (memory_texts(args.texts), MEMORY_CHUNK, MEMORY_CHUNK)
+        sets[f"{label} symbols"] = (symbol_texts(root, args.work / "embedding-data" / root.name, args.texts), SYMBOL_CHUNK)
+    sets["memories"] = (memory_texts(args.texts), MEMORY_CHUNK)
     ways: dict[str, Embed] = {
         BEFORE: before(cache),
         "shipped (all cores)": shipped(cache, None),
@@ -146,17 +164,22 @@ def main() -> None:
     loads = [load()]
     samples: dict[tuple[str, str], list[Sample]] = {}
     for run in range(args.runs):
-        for set_name, (texts, chunk, chunk_before) in sets.items():
+        for set_name, (texts, chunk) in sets.items():
             for way, embed in ways.items():
-                sample = timed(embed, texts, chunk_before if way == BEFORE else chunk)
+                sample = timed(embed, texts, chunk)
                 samples.setdefault((set_name, way), []).append(sample)
                 log(f"run {run + 1} {set_name} / {way}: {sample.seconds:.1f} s, {sample.cpu:.1f} CPU s, load {load()}")
         loads.append(load())
+    starts: dict[str, list[tuple[float, float]]] = {"before": [], "shipped": []}
+    for _ in range(args.runs):
+        for way, times in starts.items():
+            times.append(load_time(way, cache))
+    loads.append(load())
     rows = [
         "| texts | way | texts/s | texts per CPU s | CPU s per 100 texts | CPU ratio to before | largest vector difference |",
         "|---|---|---|---|---|---|---|",
     ]
-    for set_name, (texts, _, _) in sets.items():
+    for set_name, (texts, _) in sets.items():
         base = statistics.median(s.cpu for s in samples[(set_name, BEFORE)])
         reference = samples[(set_name, BEFORE)][0].vectors
         for way in ways:
@@ -167,14 +190,20 @@ def main() -> None:
                 f"| {set_name} ({len(texts)}) | {way} | {len(texts) / seconds:.1f} | {len(texts) / cpu:.1f} | "
                 f"{100 * cpu / len(texts):.2f} | {cpu / base:.2f} | {difference:.1e} |"
             )
-    table = "\n".join(
-        [
-            *rows,
-            "",
-            f"Medians of {args.runs} interleaved runs; {os.cpu_count()} cores; load average {', '.join(loads)} "
-            "(before, then after each run). `python benchmarks/embedding.py --write`.",
-        ]
+    rows += [
+        "",
+        "| fresh process to a query's vector (imports, model load, one query) | wall s | CPU s |",
+        "|---|---|---|",
+    ]
+    for way, label in (("before", BEFORE), ("shipped", "shipped")):
+        rows.append(
+            f"| {label} | {statistics.median(t[0] for t in starts[way]):.2f} | {statistics.median(t[1] for t in starts[way]):.2f} |"
+        )
+    note = (
+        f"Medians of {args.runs} interleaved runs; {os.cpu_count()} cores; load average {', '.join(loads)} "
+        "(before, after each run, after the start-up runs). `python benchmarks/embedding.py --write`."
     )
+    table = "\n".join([*rows, "", note])
     print(table)
     if args.write:
         replace_section("embedding", table)

