@@ -2,8 +2,9 @@
 
 A scan stats every source file and re-parses only those whose size or mtime
 changed and whose content hash really differs. Large batches are parsed in a
-pool of processes, since parsing and reading the captures is CPU-bound work
-that threads would serialise on the GIL; small ones in the calling thread.
+pool of processes (`parsing.py`), since parsing and reading the captures is
+CPU-bound work that threads would serialise on the GIL; small ones in the
+calling thread.
 """
 
 from __future__ import annotations
@@ -15,40 +16,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from project_ledger.code.languages import BY_NAME, Grammars, language_for
+from project_ledger.code.languages import Grammars, language_for
+from project_ledger.code.parsing import Result, WorkItem, parse_file, parse_pooled
+from project_ledger.code.rows import FileRecord, ParsedFile, content_digest
 from project_ledger.code.source_files import IGNORE_FILES, SKIPPED_DIRS, IgnoreRules, Skipped, SourceFile, check_file, walk
-from project_ledger.code.store import CodeStore, FileRecord, ParsedFile, content_digest
-from project_ledger.code.symbols import extract
+from project_ledger.code.store import CodeStore
 
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
 CHUNK_FILES = 16  # files per task sent to a worker process
-
-_worker_grammars: Grammars | None = None
-
-
-def _parse_chunk(root: str, redact: bool, chunk: list[tuple[str, str, int, int]]) -> list[ParsedFile | tuple[str, str]]:
-    """Parse files in a worker process: (path, language, size, mtime_ns) in; a ParsedFile or (path, why not) out."""
-    global _worker_grammars
-    if _worker_grammars is None:
-        _worker_grammars = Grammars()
-    return [parse_file(_worker_grammars, Path(root), *item, redact=redact) for item in chunk]
-
-
-def parse_file(
-    grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int, redact: bool
-) -> ParsedFile | tuple[str, str]:
-    try:
-        source = (root / path).read_bytes()
-    except FileNotFoundError:
-        return path, "deleted"
-    except OSError as exc:
-        return path, f"unreadable ({exc.strerror or exc})"
-    digest = content_digest(source)
-    symbols = extract(grammars.get(BY_NAME[language]), source)
-    record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
-    return ParsedFile.build(record, symbols.definitions, symbols.references, redact)
-
 
 @dataclass
 class ScanSummary:
@@ -161,15 +137,13 @@ class CodeIndexer:
         return changed, touched
 
     def _parse_all(self, files: list[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
-        items = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
+        items: list[WorkItem] = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
         if self.cancelled.is_set():
             return
         if len(items) < POOL_MIN_FILES or self.workers == 1:
-            results: Iterable[ParsedFile | tuple[str, str]] = (
-                parse_file(self.grammars, self.root, *item, redact=self.redact) for item in items
-            )
+            results: Iterable[Result] = (parse_file(self.grammars, self.root, *item, redact=self.redact) for item in items)
         else:
-            results = self._pooled(items)
+            results = parse_pooled(self.root, self.redact, items, self.workers, CHUNK_FILES)
         for result in results:
             if self.cancelled.is_set():
                 return
@@ -177,19 +151,6 @@ class CodeIndexer:
                 yield result
             else:
                 summary.skipped.add(result[1].split(" (")[0], result[0])
-
-    def _pooled(self, items: list[tuple[str, str, int, int]]) -> Iterator[ParsedFile | tuple[str, str]]:
-        import multiprocessing  # only a scan of many files parses in worker processes
-        from concurrent.futures import ProcessPoolExecutor
-
-        chunks = [items[i : i + CHUNK_FILES] for i in range(0, len(items), CHUNK_FILES)]
-        context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
-        try:
-            for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), [self.redact] * len(chunks), chunks):
-                yield from chunk_results
-        finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
-            pool.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def _batches(parsed: Iterable[ParsedFile]) -> Iterator[list[ParsedFile]]:
@@ -211,7 +172,7 @@ class CodeIndexer:
         it was a directory; a directory that appeared is walked. An edited ignore
         file means a full scan, which is returned as True for the caller to run.
         """
-        parsed: list[ParsedFile | tuple[str, str]] = []
+        parsed: list[Result] = []
         removed: set[str] = set()
         known = self.store.files()
         for rel in sorted(set(paths)):
@@ -236,7 +197,7 @@ class CodeIndexer:
             self.on_change()
         return False
 
-    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> ParsedFile | tuple[str, str]:
+    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> Result:
         try:
             info = (self.root / rel).stat()
         except OSError:

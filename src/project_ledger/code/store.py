@@ -12,32 +12,19 @@ follows memories.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from project_ledger.code.naming import Spelling
-from project_ledger.code.symbols import Definition, Reference
+from project_ledger.code.rows import FileRecord, ParsedFile, content_digest, embed_hash, embed_text  # noqa: F401 (links and code search hash with these)
 from project_ledger.storage.journal import WAIT_SECONDS, storage_error, utc_now
-from project_ledger.text.redaction import redact as redact_secrets
 
-EMBED_TEXT_CHARS = 600
 WRITE_CACHE_KIB = 64 * 1024
 KEEP_REMOVALS_REVISIONS = 10_000
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    path: str
-    language: str
-    size: int
-    mtime_ns: int
-    hash: str
-    lines: int
 
 
 @dataclass(frozen=True)
@@ -57,12 +44,6 @@ class StoredSymbol:
 
     def embed_text(self) -> str:
         return embed_text(self.kind, self.qualname, self.signature, self.doc, self.body_head)
-
-
-def embed_text(kind: str, qualname: str, signature: str, doc: str, body_head: str) -> str:
-    """What the model reads for a symbol: short, since embedding is the expensive part."""
-    parts = [f"{kind} {qualname}", signature, doc[:300], body_head]
-    return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
 
 
 @dataclass(frozen=True)
@@ -87,42 +68,6 @@ class CodeCounts:
     symbols: int
     references: int
     languages: dict[str, int]  # files per language
-
-
-def embed_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-
-
-SymbolRow = tuple[str, str, str, int, int, str, str, str, str, str, str]
-ReferenceRow = tuple[str, str, str, int]  # name, kind, lines ("3,17,42"), uses
-
-
-@dataclass(frozen=True)
-class ParsedFile:
-    """A parsed file as rows ready to insert: built in the parsing process, so the one writing
-    process only inserts (plain tuples also cross the process boundary far faster than objects)."""
-
-    record: FileRecord
-    symbols: list[SymbolRow]  # name, qualname, kind, start, end, signature, doc, parent, content hash, body head, embed hash
-    references: list[ReferenceRow]
-
-    @classmethod
-    def build(cls, record: FileRecord, definitions: list[Definition], references: list[Reference], redact: bool) -> ParsedFile:
-        """The rows for one parsed file; with `redact`, secrets in signatures, docstrings and body heads are replaced."""
-        clean: Callable[[str], str] = (lambda text: redact_secrets(text).text) if redact else (lambda text: text)
-        symbols = []
-        for d in definitions:
-            signature, doc, body_head = clean(d.signature), clean(d.doc), clean(d.body_head)
-            text = embed_text(d.kind, d.qualname, signature, doc, body_head)
-            symbols.append(
-                (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
-                 embed_hash(text))
-            )  # fmt: skip
-        grouped: dict[tuple[str, str], list[int]] = {}
-        for r in references:
-            grouped.setdefault((r.name, r.kind), []).append(r.line)
-        rows = [(name, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()]
-        return cls(record, symbols, rows)
 
 
 _SYMBOL_COLUMNS = "id, path, name, qualname, kind, language, start_line, end_line, signature, doc, parent, body_head"
@@ -425,7 +370,3 @@ def named(spelling: Spelling) -> tuple[str, list[object]]:
 
 def _glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
-def content_digest(source: bytes) -> str:
-    return hashlib.blake2b(source, digest_size=16).hexdigest()

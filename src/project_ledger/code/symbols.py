@@ -61,16 +61,19 @@ class Definition(NamedTuple):  # a tuple: one is built per definition, tens of t
     body_head: str  # the first lines after the declaration's first line, for search
 
 
-class Reference(NamedTuple):
+class References(NamedTuple):
+    """One file's uses of one name in one way, as the store keeps them: a row per name and kind, not per site."""
+
     name: str
-    line: int
     kind: str  # call, class, type, ... as the query says
+    lines: str  # 1-based, ascending, comma-separated: "3,17,42"
+    uses: int
 
 
 @dataclass
 class FileSymbols:
     definitions: list[Definition] = field(default_factory=list)
-    references: list[Reference] = field(default_factory=list)
+    references: list[References] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -120,8 +123,13 @@ def _signature(node: Any, source: bytes) -> str:
 
 def _body_head(node: Any, source: bytes) -> str:
     chunk = source[node.start_byte : min(node.end_byte, node.start_byte + 4 * BODY_HEAD_CHARS)]
-    lines = [" ".join(line.split()) for line in chunk.decode("utf-8", errors="replace").splitlines()[1:]]
-    return " ".join([line for line in lines if line][:BODY_HEAD_LINES])[:BODY_HEAD_CHARS]
+    kept: list[str] = []
+    for line in chunk.decode("utf-8", errors="replace").splitlines()[1:]:
+        if squeezed := " ".join(line.split()):
+            kept.append(squeezed)
+            if len(kept) == BODY_HEAD_LINES:
+                break
+    return " ".join(kept)[:BODY_HEAD_CHARS]
 
 
 def _clean_comment(text: str) -> str:
@@ -225,11 +233,19 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
     return FileSymbols(_nest(grammar, source, items), _outside(references, items))
 
 
-def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, int, int], _Item]) -> list[Reference]:
-    """References minus the definitions' own names (some queries tag every type identifier)."""
+def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, int, int], _Item]) -> list[References]:
+    """References minus the definitions' own names (some queries tag every type identifier), grouped by name
+    and kind in the order each group is first seen; a name is decoded once however often it is used."""
     defined = {(item.name, item.node.start_point[0] + 1) for item in items.values() if item.kind not in ("ignore", "scope")}
-    found = (Reference(name.decode("utf-8", errors="replace"), line, kind) for (name, line), kind in references.items())
-    return [ref for ref in found if (ref.name, ref.line) not in defined]
+    names: dict[bytes, str] = {}
+    grouped: dict[tuple[str, str], list[int]] = {}
+    for (raw, line), kind in references.items():
+        name = names.get(raw)
+        if name is None:
+            name = names[raw] = raw.decode("utf-8", errors="replace")
+        if (name, line) not in defined:
+            grouped.setdefault((name, kind), []).append(line)
+    return [References(name, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()]
 
 
 def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _Item]) -> list[Definition]:

@@ -1,0 +1,77 @@
+"""Reading and parsing one source file into rows, in this process or in a pool of worker processes.
+
+This module and what it imports (the grammars, the extraction, the row types)
+are all a worker needs: it does not load the store, the journal or pydantic.
+Workers are forked when the calling process runs a single thread (the CLI's
+`index`: a fork costs no imports at all); a process with other threads (the
+server) may hold locks a fork would copy half-taken, so it starts a fork server
+once, which imports this module and is forked for each worker from then on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from project_ledger.code.languages import BY_NAME, Grammars
+from project_ledger.code.rows import FileRecord, ParsedFile, content_digest
+from project_ledger.code.symbols import extract
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
+WorkItem = tuple[str, str, int, int]  # path relative to the root, language name, size, mtime_ns
+Result = ParsedFile | tuple[str, str]  # the rows, or (path, why it was not parsed)
+
+_worker_grammars: Grammars | None = None
+
+
+def parse_file(grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int, redact: bool) -> Result:
+    try:
+        source = (root / path).read_bytes()
+    except FileNotFoundError:
+        return path, "deleted"
+    except OSError as exc:
+        return path, f"unreadable ({exc.strerror or exc})"
+    digest = content_digest(source)
+    symbols = extract(grammars.get(BY_NAME[language]), source)
+    record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
+    return ParsedFile.build(record, symbols.definitions, symbols.references, redact)
+
+
+def _parse_chunk(root: str, redact: bool, chunk: list[WorkItem]) -> list[Result]:
+    """Parse files in a worker process, with grammars loaded once per worker."""
+    global _worker_grammars
+    if _worker_grammars is None:
+        _worker_grammars = Grammars()
+    return [parse_file(_worker_grammars, Path(root), *item, redact=redact) for item in chunk]
+
+
+def pool_context() -> BaseContext:
+    """`fork` in a single-threaded process where the platform has it; otherwise a fork server preloaded with
+    this module (`__main__` too, else every worker would import the program's entry module again)."""
+    import multiprocessing  # only a scan of many files starts workers
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["__main__", __name__])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def parse_pooled(root: Path, redact: bool, items: list[WorkItem], workers: int, chunk_files: int) -> Iterator[Result]:
+    """Parse `items` in `workers` processes, `chunk_files` per task; results in the order of `items`."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [items[i : i + chunk_files] for i in range(0, len(items), chunk_files)]
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context())
+    try:
+        for chunk_results in pool.map(_parse_chunk, [str(root)] * len(chunks), [redact] * len(chunks), chunks):
+            yield from chunk_results
+    finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
+        pool.shutdown(wait=True, cancel_futures=True)
