@@ -9,6 +9,7 @@ calling thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -25,6 +26,8 @@ from project_ledger.code.store import CodeStore
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
 CHUNK_FILES = 16  # files per task sent to a worker process
+COLD_MIN_FILES = 64  # a first index of this many files builds the tables' indexes once, at the end
+
 
 @dataclass
 class ScanSummary:
@@ -78,7 +81,9 @@ class CodeIndexer:
             started = time.perf_counter()
             self.progress = Progress(running=True, last=self.progress.last)
             report(self.progress)
+            bulk = False
             try:
+                self.store.restore_indexes()  # after a process that died during a cold index
                 known = self.store.files()
                 stats = {path: (record.size, record.mtime_ns) for path, record in known.items()}
                 found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes, known=stats))
@@ -91,6 +96,9 @@ class CodeIndexer:
                 if touched or removed:
                     self.store.apply([], touched, removed)
                     self.on_change()
+                if not known and len(changed) >= COLD_MIN_FILES:
+                    bulk = True
+                    self.store.defer_indexes()
                 for batch in self._batches(self._parse_all(changed, summary)):
                     if self.cancelled.is_set():
                         break
@@ -99,11 +107,17 @@ class CodeIndexer:
                     self.progress.done += len(batch)
                     self.on_change()
                     report(self.progress)
+                if bulk:
+                    bulk = False
+                    self.store.restore_indexes()
                 self.store.prune()
             except Exception as exc:
                 self.progress.last_error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
+                if bulk:  # a failed or interrupted cold index: best effort now, else the next scan builds them
+                    with contextlib.suppress(Exception):
+                        self.store.restore_indexes()
                 summary.seconds = time.perf_counter() - started
                 self.progress.running = False
                 self.progress.last = summary

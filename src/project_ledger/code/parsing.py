@@ -10,7 +10,9 @@ once, which imports this module and is forked for each worker from then on.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 WorkItem = tuple[str, str, int, int]  # path relative to the root, language name, size, mtime_ns
 Result = ParsedFile | tuple[str, str]  # the rows, or (path, why it was not parsed)
+WATCH_SECONDS = 0.5  # how often a worker checks that its parent is still there
 
 _worker_grammars: Grammars | None = None
 
@@ -49,6 +52,20 @@ def _parse_chunk(root: str, redact: bool, chunk: list[WorkItem]) -> list[Result]
     return [parse_file(_worker_grammars, Path(root), *item, redact=redact) for item in chunk]
 
 
+def _exit_with_parent(parent: int | None) -> None:
+    """Run in each worker as it starts: exit once the process that started it (`parent`, else whichever is its
+    parent now) is gone. A worker killed with its indexing process must not wait for work forever, and a forked
+    one would: it holds copies of the pool's pipe ends, so the ends it reads from never close."""
+    watched = parent if parent is not None else os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == watched:
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def pool_context() -> BaseContext:
     """`fork` in a single-threaded process where the platform has it; otherwise a fork server preloaded with
     this module (`__main__` too, else every worker would import the program's entry module again)."""
@@ -69,7 +86,9 @@ def parse_pooled(root: Path, redact: bool, items: list[WorkItem], workers: int, 
     from concurrent.futures import ProcessPoolExecutor
 
     chunks = [items[i : i + chunk_files] for i in range(0, len(items), chunk_files)]
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context())
+    context = pool_context()
+    parent = os.getpid() if context.get_start_method() == "fork" else None  # else the fork server is the parent
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent, initargs=(parent,))
     try:
         for chunk_results in pool.map(_parse_chunk, [str(root)] * len(chunks), [redact] * len(chunks), chunks):
             yield from chunk_results

@@ -62,7 +62,11 @@ class ParsedFile:
         for d in definitions:
             signature, doc, body_head = d.signature, d.doc, d.body_head
             if redact and may_hold_secret(f"{signature}\n{doc}\n{body_head}"):
-                signature, doc, body_head = redact_secrets(signature).text, redact_secrets(doc).text, redact_secrets(body_head).text
+                signature, doc, body_head = (
+                    redact_secrets(signature).text,
+                    redact_secrets(doc).text,
+                    redact_secrets(body_head).text,
+                )
             text = embed_text(d.kind, d.qualname, signature, doc, body_head)
             symbols.append(
                 (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
