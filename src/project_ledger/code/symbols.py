@@ -40,6 +40,9 @@ WRAPPERS = {
 # Comment lines that are only decoration, and the markers that open or close a comment.
 _COMMENT_MARKERS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--+\[*=*\[*|\]=*\])?\s?")
 _COMMENT_TAIL = re.compile(r"\s*\*/\s*$")
+# Whatever can open a comment in a supported language (#, //, /*, --, Ruby's =begin); a header without any of
+# these has no comment child, so its signature is simply the text up to the body.
+_COMMENT_START = re.compile(rb"[#/]|--|=begin")
 ATTRIBUTES = {"attribute_item"}  # Rust `#[derive(...)]` between a doc comment and its item
 BODY_NODES = {"class_body", "function_body", "enum_class_body"}
 SIGNATURE_CHARS = 300
@@ -109,6 +112,9 @@ def _signature(node: Any, source: bytes) -> str:
     if body is None:  # grammars without a `body` field (Kotlin)
         body = next((child for child in node.named_children if child.type in BODY_NODES), None)
     if body is not None and body.start_byte > node.start_byte:
+        head_bytes = source[node.start_byte : body.start_byte]
+        if _COMMENT_START.search(head_bytes) is None:  # no comment in the header: what follows its last part is space
+            return _one_line(head_bytes.decode("utf-8", errors="replace").rstrip().rstrip("{:=").rstrip(), SIGNATURE_CHARS)
         end = node.start_byte
         for child in node.children:  # up to the last part of the header that is not a comment
             if child.start_byte >= body.start_byte:
@@ -274,17 +280,17 @@ def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _It
             continue
         node = item.node
         definitions.append(
-            Definition(
-                name=item.name,
-                qualname=item.qualname,
-                kind=item.kind,
-                line=node.start_point[0] + 1,
-                end_line=node.end_point[0] + 1,
-                signature=_signature(node, source),
-                doc=_doc(item),
-                parent=parent_name,
-                content_hash=hashlib.blake2b(source[item.start : item.end], digest_size=8).hexdigest(),
-                body_head=_body_head(node, source),
+            Definition(  # positional: name, qualname, kind, line, end line, signature, doc, parent, hash, body head
+                item.name,
+                item.qualname,
+                item.kind,
+                node.start_point[0] + 1,
+                node.end_point[0] + 1,
+                _signature(node, source),
+                _doc(item),
+                parent_name,
+                hashlib.blake2b(source[item.start : item.end], digest_size=8).hexdigest(),
+                _body_head(node, source),
             )
         )
     return definitions
