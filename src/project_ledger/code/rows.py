@@ -41,6 +41,7 @@ def content_digest(source: bytes) -> str:
 
 
 SymbolRow = tuple[str, str, str, int, int, str, str, str, str, str, str]
+ReferenceRow = tuple[str, str, str, int]  # name, kind, lines ("3,17,42"), uses: a `References` as a plain tuple
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class ParsedFile:
 
     record: FileRecord
     symbols: list[SymbolRow]  # name, qualname, kind, start, end, signature, doc, parent, content hash, body head, embed hash
-    references: list[References]  # name, kind, lines ("3,17,42"), uses
+    references: list[ReferenceRow]
 
     @classmethod
     def build(cls, record: FileRecord, definitions: list[Definition], references: list[References], redact: bool) -> ParsedFile:
@@ -72,4 +73,5 @@ class ParsedFile:
                 (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
                  embed_hash(text))
             )  # fmt: skip
-        return cls(record, symbols, references)
+        # Plain tuples: the rows cross from a worker process, and unpickling a named tuple calls its class per row.
+        return cls(record, symbols, list(map(tuple, references)))

@@ -67,38 +67,56 @@ class IgnoreRules:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._specs: dict[str, list[pathspec.PathSpec]] = {}
+        self._chains: dict[str, list[tuple[pathspec.PathSpec, int]]] = {}
 
     @functools.cached_property
-    def _base(self) -> pathspec.PathSpec:
-        """`.git/info/exclude`, read when the first path is judged: pathspec costs about 10 ms to import, and
-        only a walk of the tree needs it, not every command that opens the code index."""
+    def _base(self) -> pathspec.PathSpec | None:
+        """`.git/info/exclude`, read when the first path is judged; None when it is missing or has no patterns.
+        pathspec costs about 20 ms to import, and only a tree with ignore files needs it."""
+        exclude = self.root / ".git" / "info" / "exclude"
+        if not exclude.is_file():
+            return None
         import pathspec
 
-        exclude = self.root / ".git" / "info" / "exclude"
-        return pathspec.GitIgnoreSpec.from_lines(_lines(exclude) if exclude.is_file() else [])
+        spec = pathspec.GitIgnoreSpec.from_lines(_lines(exclude))
+        return spec if spec.patterns else None
 
     def _dir_specs(self, rel_dir: str) -> list[pathspec.PathSpec]:
         specs = self._specs.get(rel_dir)
         if specs is None:
-            import pathspec
-
             directory = os.path.join(self.root, rel_dir)  # plain strings: this runs once per directory of the tree
-            files = [os.path.join(directory, name) for name in IGNORE_FILES]
-            specs = [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files if os.path.isfile(file)]
+            files = [file for file in (os.path.join(directory, name) for name in IGNORE_FILES) if os.path.isfile(file)]
+            if files:
+                import pathspec
+
+                specs = [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files]
+            else:
+                specs = []
             self._specs[rel_dir] = specs
         return specs
+
+    def _chain(self, rel_dir: str) -> list[tuple[pathspec.PathSpec, int]]:
+        """The ignore files' specs that judge the entries of `rel_dir`, shallow to deep, each with the number of
+        path parts above the directory holding it: worked out once per directory, not per path."""
+        chain = self._chains.get(rel_dir)
+        if chain is None:
+            parent, _, _ = rel_dir.rpartition("/")
+            above = self._chain(parent) if rel_dir else []
+            depth = rel_dir.count("/") + 1 if rel_dir else 0
+            chain = self._chains[rel_dir] = above + [(spec, depth) for spec in self._dir_specs(rel_dir)]
+        return chain
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         """Whether git (and .ledgerignore) would ignore this path, judged by its own rules only, not its parents'.
 
         `rel_path` is normalised (forward slashes, no empty or dot parts), as the walk and `excluded` make it."""
+        chain = self._chain(rel_path.rpartition("/")[0])
+        base = self._base
+        if not chain and base is None:
+            return False
         parts = rel_path.split("/")
-        candidates: list[tuple[pathspec.PathSpec, str]] = [(self._base, rel_path)] if self._base.patterns else []
-        for depth in range(len(parts)):
-            specs = self._dir_specs("/".join(parts[:depth]))
-            if specs:
-                below = "/".join(parts[depth:])
-                candidates.extend((spec, below) for spec in specs)
+        candidates = [(base, rel_path)] if base is not None else []
+        candidates += [(spec, "/".join(parts[depth:])) for spec, depth in chain]
         suffix = "/" if is_dir else ""
         verdict = False
         for spec, below in candidates:  # shallow to deep; the last rule that matches decides
