@@ -10,6 +10,7 @@ calling thread.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -26,7 +27,6 @@ from project_ledger.code.store import CodeStore
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
 CHUNK_FILES = 16  # files per task sent to a worker process
-COLD_MIN_FILES = 64  # a first index of this many files builds the tables' indexes once, at the end
 
 
 @dataclass
@@ -85,20 +85,23 @@ class CodeIndexer:
             try:
                 self.store.restore_indexes()  # after a process that died during a cold index
                 known = self.store.files()
-                stats = {path: (record.size, record.mtime_ns) for path, record in known.items()}
-                found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes, known=stats))
-                summary.files = len(found)
-                changed, touched = self._changed(found, known, summary)
-                removed = sorted(set(known) - {f.path for f in found})
-                summary.removed = len(removed)
-                self.progress.total = len(changed)
-                report(self.progress)
-                if touched or removed:
-                    self.store.apply([], touched, removed)
-                    self.on_change()
-                if not known and len(changed) >= COLD_MIN_FILES:
+                found: list[SourceFile] = []
+                changed: Iterable[SourceFile]
+                if known:
+                    stats = {path: (record.size, record.mtime_ns) for path, record in known.items()}
+                    found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes, known=stats))
+                    changed, touched = self._changed(found, known, summary)
+                    removed = sorted(set(known) - {f.path for f in found})
+                    summary.removed = len(removed)
+                    self.progress.total = len(changed)
+                    report(self.progress)
+                    if touched or removed:
+                        self.store.apply([], touched, removed)
+                        self.on_change()
+                else:  # a first index: every file is new, so parsing starts while the walk goes on
                     bulk = True
                     self.store.defer_indexes()
+                    changed = self._listed(walk(self.root, self.rules, summary.skipped, self.max_file_bytes), found)
                 for batch in self._batches(self._parse_all(changed, summary)):
                     if self.cancelled.is_set():
                         break
@@ -107,6 +110,7 @@ class CodeIndexer:
                     self.progress.done += len(batch)
                     self.on_change()
                     report(self.progress)
+                summary.files = len(found)
                 if bulk:
                     bulk = False
                     self.store.restore_indexes()
@@ -150,14 +154,26 @@ class CodeIndexer:
                 changed.append(source)
         return changed, touched
 
-    def _parse_all(self, files: list[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
-        items: list[WorkItem] = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
+    def _listed(self, files: Iterable[SourceFile], found: list[SourceFile]) -> Iterator[SourceFile]:
+        """`files` as they come, each kept in `found`; the progress total is set once the last has come."""
+        for source in files:
+            found.append(source)
+            yield source
+        self.progress.total = len(found)
+
+    def _parse_all(self, files: Iterable[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
+        """Parse `files` (a list, or a walk still under way) in this thread if they are few, else in worker processes,
+        which start as soon as the first POOL_MIN_FILES are known."""
+        items: Iterator[WorkItem] = ((f.path, f.language.name, f.size, f.mtime_ns) for f in files)
         if self.cancelled.is_set():
             return
-        if len(items) < POOL_MIN_FILES or self.workers == 1:
-            results: Iterable[Result] = (parse_file(self.grammars, self.root, *item, redact=self.redact) for item in items)
+        head = list(itertools.islice(items, POOL_MIN_FILES))
+        if len(head) < POOL_MIN_FILES or self.workers == 1:
+            results: Iterable[Result] = (
+                parse_file(self.grammars, self.root, *item, redact=self.redact) for item in itertools.chain(head, items)
+            )
         else:
-            results = parse_pooled(self.root, self.redact, items, self.workers, CHUNK_FILES)
+            results = parse_pooled(self.root, self.redact, itertools.chain(head, items), self.workers, CHUNK_FILES)
         for result in results:
             if self.cancelled.is_set():
                 return

@@ -10,10 +10,11 @@ once, which imports this module and is forked for each worker from then on.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,16 +82,18 @@ def pool_context() -> BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def parse_pooled(root: Path, redact: bool, items: list[WorkItem], workers: int, chunk_files: int) -> Iterator[Result]:
-    """Parse `items` in `workers` processes, `chunk_files` per task; results in the order of `items`."""
+def parse_pooled(root: Path, redact: bool, items: Iterable[WorkItem], workers: int, chunk_files: int) -> Iterator[Result]:
+    """Parse `items` in `workers` processes, `chunk_files` per task; results in the order of `items`. Each chunk is
+    handed out as soon as `items` yields it, so the workers start while a walk producing `items` goes on."""
     from concurrent.futures import ProcessPoolExecutor
 
-    chunks = [items[i : i + chunk_files] for i in range(0, len(items), chunk_files)]
+    iterator = iter(items)
+    chunks = iter(lambda: list(itertools.islice(iterator, chunk_files)), [])  # lists of chunk_files until none is left
     context = pool_context()
     parent = os.getpid() if context.get_start_method() == "fork" else None  # else the fork server is the parent
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent, initargs=(parent,))
     try:
-        for chunk_results in pool.map(_parse_chunk, [str(root)] * len(chunks), [redact] * len(chunks), chunks):
+        for chunk_results in pool.map(_parse_chunk, itertools.repeat(str(root)), itertools.repeat(redact), chunks):
             yield from chunk_results
     finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
         pool.shutdown(wait=True, cancel_futures=True)
