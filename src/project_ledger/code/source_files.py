@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -177,38 +176,39 @@ def walk(
     A file in `known` (path -> size, mtime_ns as last indexed) with the same stat is not opened again to
     sniff for binary or minified content: its bytes are taken as unchanged, as the indexer takes them."""
     pending = [under]
+    top = str(root)
     while pending:
         rel_dir = pending.pop()
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as entries:
+            with os.scandir(os.path.join(top, rel_dir) if rel_dir else top) as entries:
                 listing = sorted(entries, key=lambda e: e.name, reverse=True)
         except OSError:
             skipped.add("unreadable directory", rel_dir or ".")
             continue
         for entry in listing:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
+            try:  # the entry's type comes with the listing: only a source file is stat-ed
+                if entry.is_symlink():
+                    skipped.add("symlink (not followed)", rel)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name in VENDORED_DIRS:
+                        skipped.add("vendored or generated directory", rel + "/")
+                    elif entry.name not in TOOL_DIRS and not rules.ignored(rel, is_dir=True):
+                        pending.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=False) or (spec := language_for(entry.name)) is None:
+                    continue  # a FIFO, socket or device, or no language we index
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 skipped.add("unreadable", rel)
                 continue
-            if stat.S_ISLNK(info.st_mode):
-                skipped.add("symlink (not followed)", rel)
-            elif stat.S_ISDIR(info.st_mode):
-                if entry.name in VENDORED_DIRS:
-                    skipped.add("vendored or generated directory", rel + "/")
-                elif entry.name in TOOL_DIRS:
-                    continue
-                elif not rules.ignored(rel, is_dir=True):
-                    pending.append(rel)
-            elif stat.S_ISREG(info.st_mode):
-                spec = language_for(entry.name)
-                if spec is None or rules.ignored(rel, is_dir=False):
-                    continue
-                if known is not None and known.get(rel) == (info.st_size, info.st_mtime_ns) and info.st_size <= max_bytes:
-                    yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
-                    continue
-                if (reason := check_file(root, rel, info.st_size, max_bytes)) is not None:
-                    skipped.add(reason, rel)
-                    continue
+            if rules.ignored(rel, is_dir=False):
+                continue
+            if known is not None and known.get(rel) == (info.st_size, info.st_mtime_ns) and info.st_size <= max_bytes:
                 yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
+                continue
+            if (reason := check_file(root, rel, info.st_size, max_bytes)) is not None:
+                skipped.add(reason, rel)
+                continue
+            yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
