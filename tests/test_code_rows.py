@@ -13,7 +13,7 @@ from project_ledger.code.rows import FileRecord, ParsedFile
 from project_ledger.code.store import INDEXES
 from project_ledger.code.symbols import extract
 from project_ledger.storage.journal import Journal
-from project_ledger.text.redaction import _NAME_FRAGMENTS, may_hold_secret, redact
+from project_ledger.text.redaction import may_hold_secret, redact
 
 SOURCE = b"""
 def area(w, h):
@@ -89,15 +89,3 @@ def test_the_indexes_a_cold_index_rebuilds_are_those_the_schema_creates(tmp_path
         if sql is not None
     }
     assert created == {name: f"CREATE INDEX {name} ON {spec}" for name, spec in INDEXES.items()}
-
-
-def test_the_secret_pre_check_finds_a_name_fragment_wherever_lower_case_text_has_one() -> None:
-    """Any character whose lower case is a fragment's letter (the Kelvin sign for `k`, say) spells that fragment."""
-    for code in range(0x110000):
-        char = chr(code)
-        lowered = char.lower()
-        for fragment in _NAME_FRAGMENTS if len(lowered) == 1 else ():
-            for at, letter in enumerate(fragment):
-                if letter == lowered:
-                    assert may_hold_secret(f"an {fragment[:at]}{char}{fragment[at + 1 :]} here"), (fragment, hex(code))
-    assert not may_hold_secret("the area of a shape")

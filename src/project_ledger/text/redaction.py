@@ -310,13 +310,10 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
 )
 TYPES: tuple[str, ...] = (*(d.kind for d in _DETECTORS), "secret_assignment")
-# One pass for what the detectors' hints (case-sensitive) and the name fragments (in `text.lower()`) check one
-# by one: most texts (symbol signatures and docstrings by the hundred thousand) hold none of them and leave at
-# once. `(?i:...)` finds a fragment wherever `text.lower()` has one (every character whose lower case is one
-# ASCII letter matches that letter case-insensitively, checked over all of Unicode), and may find a few more.
-_ANY_HINT_OR_FRAGMENT = re.compile(
-    "|".join(re.escape(hint) for detector in _DETECTORS for hint in detector.hints) + f"|(?i:{'|'.join(_NAME_FRAGMENTS)})"
-)
+# One pass for what the detectors' hints and the name fragments check one by one: most texts (symbol
+# signatures and docstrings by the hundred thousand) hold none of them and leave at once.
+_ANY_HINT = re.compile("|".join(re.escape(hint) for detector in _DETECTORS for hint in detector.hints))
+_ANY_FRAGMENT = re.compile("|".join(_NAME_FRAGMENTS))
 
 
 def _add(spans: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
@@ -330,7 +327,7 @@ def _add(spans: list[tuple[int, int, str]], start: int, end: int, kind: str) -> 
 def may_hold_secret(text: str) -> bool:
     """False when `text` holds none of the detectors' hints nor a name fragment: `redact` would return it as it is.
     Plain substrings, so the check of several texts joined is true whenever the check of any one of them is."""
-    return _ANY_HINT_OR_FRAGMENT.search(text) is not None
+    return _ANY_HINT.search(text) is not None or _ANY_FRAGMENT.search(text.lower()) is not None
 
 
 def redact(text: str) -> Redacted:
