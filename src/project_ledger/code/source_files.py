@@ -84,15 +84,14 @@ class IgnoreRules:
         specs = self._specs.get(rel_dir)
         if specs is None:
             directory = os.path.join(self.root, rel_dir)  # plain strings: this runs once per directory of the tree
-            files = [file for file in (os.path.join(directory, name) for name in IGNORE_FILES) if os.path.isfile(file)]
-            if files:
-                import pathspec
-
-                specs = [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files]
-            else:
-                specs = []
-            self._specs[rel_dir] = specs
+            specs = self._specs[rel_dir] = _load([os.path.join(directory, name) for name in IGNORE_FILES])
         return specs
+
+    def listed(self, rel_dir: str, entries: list[os.DirEntry[str]]) -> None:
+        """The walk has listed `rel_dir`: its ignore files are read from the listing, with no stat per name."""
+        if rel_dir not in self._specs:
+            present = {entry.name: entry.path for entry in entries if entry.name in IGNORE_FILES and entry.is_file()}
+            self._specs[rel_dir] = _load([present[name] for name in IGNORE_FILES if name in present], exist=True)
 
     def _chain(self, rel_dir: str) -> list[tuple[pathspec.PathSpec, int]]:
         """The ignore files' specs that judge the entries of `rel_dir`, shallow to deep, each with the number of
@@ -134,6 +133,16 @@ class IgnoreRules:
             if self.ignored(directory, is_dir=True):
                 return "ignored"
         return "ignored" if self.ignored("/".join(parts), is_dir=False) else None
+
+
+def _load(files: list[str], exist: bool = False) -> list[pathspec.PathSpec]:
+    """The specs of those of `files` that are files (all of them, with `exist`), in order."""
+    files = files if exist else [file for file in files if os.path.isfile(file)]
+    if not files:
+        return []
+    import pathspec
+
+    return [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files]
 
 
 def _lines(path: Path) -> list[str]:
@@ -185,6 +194,7 @@ def walk(
         except OSError:
             skipped.add("unreadable directory", rel_dir or ".")
             continue
+        rules.listed(rel_dir, listing)
         for entry in listing:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:  # the entry's type comes with the listing: only a source file is stat-ed
