@@ -82,6 +82,7 @@ class CodeIndexer:
             self.progress = Progress(running=True, last=self.progress.last)
             report(self.progress)
             bulk = False
+            wrote = False
             try:
                 self.store.restore_indexes()  # after a process that died during a cold index
                 known = self.store.files()
@@ -98,6 +99,7 @@ class CodeIndexer:
                     if touched or removed:
                         self.store.apply([], touched, removed)
                         self.on_change()
+                        wrote = True
                 else:  # a first index: every file is new, so parsing starts while the walk goes on
                     bulk = True
                     self.store.defer_indexes()
@@ -114,7 +116,8 @@ class CodeIndexer:
                 if bulk:
                     bulk = False
                     self.store.restore_indexes()
-                self.store.prune()
+                if wrote or summary.parsed:  # a scan that changed nothing skips a pass over every stored vector;
+                    self.store.prune()  # what edits from the watcher left unused goes with the next scan that changes something
             except Exception as exc:
                 self.progress.last_error = f"{type(exc).__name__}: {exc}"
                 raise
