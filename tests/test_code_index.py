@@ -407,3 +407,73 @@ def test_cli_index_prints_a_summary_and_symbols_finds_definitions(project: Proje
     assert found["symbols"][0]["path"] == "langs/python/shapes.py"
     assert "langs/python/shapes.py:16-18 method Point.distance_to" in cli(project, "symbols", "distance_to")
 
+
+def test_a_cold_index_killed_midway_is_repaired_by_the_next_one_and_memories_are_untouched(project: Project) -> None:
+    """A first index of many files builds the tables' indexes once, at the end; a process killed before that
+    leaves rows without them, and the next `index` must bring back both the rows and the indexes."""
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from .conftest import EXECUTABLE
+
+    package = project.root / "many"
+    package.mkdir()
+    for n in range(1500):
+        body = "\n".join(f"    def method_{m}(self):\n        return helper_{n}({m})\n" for m in range(8))
+        source = f'"""Module {n}."""\n\n\nclass Thing{n}:\n{body}\n\ndef helper_{n}(x):\n    return x\n'
+        (package / f"module_{n}.py").write_text(source)
+    cli(project, "remember", "the build uses make, not ninja")
+    journal = project.data_dir / "journal.sqlite3"
+    memories_before = sqlite3.connect(journal).execute("SELECT seq, id, text, deleted_at FROM memories ORDER BY seq").fetchall()
+
+    command = [EXECUTABLE, "index", "--root", str(project.root), "--json"]
+    env = {**os.environ, **project.env}
+    process = subprocess.Popen(command, env=env, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen_midway = False
+    try:
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline:
+            db = sqlite3.connect(journal, timeout=30)
+            files = db.execute("SELECT COUNT(*) FROM code_files").fetchone()[0]
+            indexes = db.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", ("code_refs",)
+            ).fetchone()[0]
+            db.close()
+            if 0 < files < 1500 and indexes == 0:
+                workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+                process.send_signal(signal.SIGKILL)
+                seen_midway = True
+                break
+            time.sleep(0.005)
+    finally:
+        process.wait(timeout=60)
+    assert seen_midway, "the index finished before it could be killed midway; make the tree larger"
+    assert workers  # the parse workers, which must not outlive the process that started them
+    deadline = time.monotonic() + 20
+    while (alive := [pid for pid in workers if _running(int(pid))]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive, f"parse workers {alive} outlived their killed parent"
+
+    summary = cli(project, "index", "--json")
+    assert summary["files"] == 1500 and summary["symbols"] == 1500 * 10
+    db = sqlite3.connect(journal)
+    indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'code_%'")}
+    assert {"code_symbols_name", "code_symbols_path", "code_refs_name", "code_refs_path"} <= indexes
+    assert db.execute("SELECT COUNT(*) FROM code_symbols WHERE path = 'many/module_7.py'").fetchone()[0] == 10
+    assert db.execute("SELECT lines, uses FROM code_refs WHERE path = 'many/module_7.py' AND name = 'helper_7'").fetchone() == (
+        "6,9,12,15,18,21,24,27",  # each method's return line
+        8,
+    )
+    assert db.execute("SELECT seq, id, text, deleted_at FROM memories ORDER BY seq").fetchall() == memories_before
+    found = cli(project, "symbols", "Thing7.method_3", "--json")
+    assert found["symbols"][0]["path"] == "many/module_7.py"
+
+
+def _running(pid: int) -> bool:
+    """Whether a process exists and is not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

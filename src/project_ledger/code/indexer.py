@@ -2,12 +2,15 @@
 
 A scan stats every source file and re-parses only those whose size or mtime
 changed and whose content hash really differs. Large batches are parsed in a
-pool of processes, since parsing and reading the captures is CPU-bound work
-that threads would serialise on the GIL; small ones in the calling thread.
+pool of processes (`parsing.py`), since parsing and reading the captures is
+CPU-bound work that threads would serialise on the GIL; small ones in the
+calling thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import threading
 import time
@@ -15,39 +18,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from project_ledger.code.languages import BY_NAME, Grammars, language_for
+from project_ledger.code.languages import Grammars, language_for
+from project_ledger.code.parsing import Result, WorkItem, parse_file, parse_pooled
+from project_ledger.code.rows import FileRecord, ParsedFile, content_digest
 from project_ledger.code.source_files import IGNORE_FILES, SKIPPED_DIRS, IgnoreRules, Skipped, SourceFile, check_file, walk
-from project_ledger.code.store import CodeStore, FileRecord, ParsedFile, content_digest
-from project_ledger.code.symbols import extract
+from project_ledger.code.store import CodeStore
 
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
 CHUNK_FILES = 16  # files per task sent to a worker process
-
-_worker_grammars: Grammars | None = None
-
-
-def _parse_chunk(root: str, redact: bool, chunk: list[tuple[str, str, int, int]]) -> list[ParsedFile | tuple[str, str]]:
-    """Parse files in a worker process: (path, language, size, mtime_ns) in; a ParsedFile or (path, why not) out."""
-    global _worker_grammars
-    if _worker_grammars is None:
-        _worker_grammars = Grammars()
-    return [parse_file(_worker_grammars, Path(root), *item, redact=redact) for item in chunk]
-
-
-def parse_file(
-    grammars: Grammars, root: Path, path: str, language: str, size: int, mtime_ns: int, redact: bool
-) -> ParsedFile | tuple[str, str]:
-    try:
-        source = (root / path).read_bytes()
-    except FileNotFoundError:
-        return path, "deleted"
-    except OSError as exc:
-        return path, f"unreadable ({exc.strerror or exc})"
-    digest = content_digest(source)
-    symbols = extract(grammars.get(BY_NAME[language]), source)
-    record = FileRecord(path, language, size, mtime_ns, digest, source.count(b"\n") + (not source.endswith(b"\n")))
-    return ParsedFile.build(record, symbols.definitions, symbols.references, redact)
 
 
 @dataclass
@@ -102,19 +81,29 @@ class CodeIndexer:
             started = time.perf_counter()
             self.progress = Progress(running=True, last=self.progress.last)
             report(self.progress)
+            bulk = False
+            wrote = False
             try:
+                self.store.restore_indexes()  # after a process that died during a cold index
                 known = self.store.files()
-                stats = {path: (record.size, record.mtime_ns) for path, record in known.items()}
-                found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes, known=stats))
-                summary.files = len(found)
-                changed, touched = self._changed(found, known, summary)
-                removed = sorted(set(known) - {f.path for f in found})
-                summary.removed = len(removed)
-                self.progress.total = len(changed)
-                report(self.progress)
-                if touched or removed:
-                    self.store.apply([], touched, removed)
-                    self.on_change()
+                found: list[SourceFile] = []
+                changed: Iterable[SourceFile]
+                if known:
+                    stats = {path: (record.size, record.mtime_ns) for path, record in known.items()}
+                    found = list(walk(self.root, self.rules, summary.skipped, self.max_file_bytes, known=stats))
+                    changed, touched = self._changed(found, known, summary)
+                    removed = sorted(set(known) - {f.path for f in found})
+                    summary.removed = len(removed)
+                    self.progress.total = len(changed)
+                    report(self.progress)
+                    if touched or removed:
+                        self.store.apply([], touched, removed)
+                        self.on_change()
+                        wrote = True
+                else:  # a first index: every file is new, so parsing starts while the walk goes on
+                    bulk = True
+                    self.store.defer_indexes()
+                    changed = self._listed(walk(self.root, self.rules, summary.skipped, self.max_file_bytes), found)
                 for batch in self._batches(self._parse_all(changed, summary)):
                     if self.cancelled.is_set():
                         break
@@ -123,11 +112,19 @@ class CodeIndexer:
                     self.progress.done += len(batch)
                     self.on_change()
                     report(self.progress)
-                self.store.prune()
+                summary.files = len(found)
+                if bulk:
+                    bulk = False
+                    self.store.restore_indexes()
+                if wrote or summary.parsed:  # a scan that changed nothing skips a pass over every stored vector;
+                    self.store.prune()  # what edits from the watcher left unused goes with the next scan that changes something
             except Exception as exc:
                 self.progress.last_error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
+                if bulk:  # a failed or interrupted cold index: best effort now, else the next scan builds them
+                    with contextlib.suppress(Exception):
+                        self.store.restore_indexes()
                 summary.seconds = time.perf_counter() - started
                 self.progress.running = False
                 self.progress.last = summary
@@ -160,16 +157,26 @@ class CodeIndexer:
                 changed.append(source)
         return changed, touched
 
-    def _parse_all(self, files: list[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
-        items = [(f.path, f.language.name, f.size, f.mtime_ns) for f in files]
+    def _listed(self, files: Iterable[SourceFile], found: list[SourceFile]) -> Iterator[SourceFile]:
+        """`files` as they come, each kept in `found`; the progress total is set once the last has come."""
+        for source in files:
+            found.append(source)
+            yield source
+        self.progress.total = len(found)
+
+    def _parse_all(self, files: Iterable[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
+        """Parse `files` (a list, or a walk still under way) in this thread if they are few, else in worker processes,
+        which start as soon as the first POOL_MIN_FILES are known."""
+        items: Iterator[WorkItem] = ((f.path, f.language.name, f.size, f.mtime_ns) for f in files)
         if self.cancelled.is_set():
             return
-        if len(items) < POOL_MIN_FILES or self.workers == 1:
-            results: Iterable[ParsedFile | tuple[str, str]] = (
-                parse_file(self.grammars, self.root, *item, redact=self.redact) for item in items
+        head = list(itertools.islice(items, POOL_MIN_FILES))
+        if len(head) < POOL_MIN_FILES or self.workers == 1:
+            results: Iterable[Result] = (
+                parse_file(self.grammars, self.root, *item, redact=self.redact) for item in itertools.chain(head, items)
             )
         else:
-            results = self._pooled(items)
+            results = parse_pooled(self.root, self.redact, itertools.chain(head, items), self.workers, CHUNK_FILES)
         for result in results:
             if self.cancelled.is_set():
                 return
@@ -177,19 +184,6 @@ class CodeIndexer:
                 yield result
             else:
                 summary.skipped.add(result[1].split(" (")[0], result[0])
-
-    def _pooled(self, items: list[tuple[str, str, int, int]]) -> Iterator[ParsedFile | tuple[str, str]]:
-        import multiprocessing  # only a scan of many files parses in worker processes
-        from concurrent.futures import ProcessPoolExecutor
-
-        chunks = [items[i : i + CHUNK_FILES] for i in range(0, len(items), CHUNK_FILES)]
-        context = multiprocessing.get_context("spawn")  # forking a threaded server is unsafe
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
-        try:
-            for chunk_results in pool.map(_parse_chunk, [str(self.root)] * len(chunks), [self.redact] * len(chunks), chunks):
-                yield from chunk_results
-        finally:  # also when the caller stops early (a cancelled scan): drop the chunks not started
-            pool.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def _batches(parsed: Iterable[ParsedFile]) -> Iterator[list[ParsedFile]]:
@@ -211,7 +205,7 @@ class CodeIndexer:
         it was a directory; a directory that appeared is walked. An edited ignore
         file means a full scan, which is returned as True for the caller to run.
         """
-        parsed: list[ParsedFile | tuple[str, str]] = []
+        parsed: list[Result] = []
         removed: set[str] = set()
         known = self.store.files()
         for rel in sorted(set(paths)):
@@ -236,7 +230,7 @@ class CodeIndexer:
             self.on_change()
         return False
 
-    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> ParsedFile | tuple[str, str]:
+    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> Result:
         try:
             info = (self.root / rel).stat()
         except OSError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -67,38 +66,55 @@ class IgnoreRules:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._specs: dict[str, list[pathspec.PathSpec]] = {}
+        self._chains: dict[str, list[tuple[pathspec.PathSpec, int]]] = {}
 
     @functools.cached_property
-    def _base(self) -> pathspec.PathSpec:
-        """`.git/info/exclude`, read when the first path is judged: pathspec costs about 10 ms to import, and
-        only a walk of the tree needs it, not every command that opens the code index."""
+    def _base(self) -> pathspec.PathSpec | None:
+        """`.git/info/exclude`, read when the first path is judged; None when it is missing or has no patterns.
+        pathspec costs about 20 ms to import, and only a tree with ignore files needs it."""
+        exclude = self.root / ".git" / "info" / "exclude"
+        if not exclude.is_file():
+            return None
         import pathspec
 
-        exclude = self.root / ".git" / "info" / "exclude"
-        return pathspec.GitIgnoreSpec.from_lines(_lines(exclude) if exclude.is_file() else [])
+        spec = pathspec.GitIgnoreSpec.from_lines(_lines(exclude))
+        return spec if spec.patterns else None
 
     def _dir_specs(self, rel_dir: str) -> list[pathspec.PathSpec]:
         specs = self._specs.get(rel_dir)
         if specs is None:
-            import pathspec
-
             directory = os.path.join(self.root, rel_dir)  # plain strings: this runs once per directory of the tree
-            files = [os.path.join(directory, name) for name in IGNORE_FILES]
-            specs = [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files if os.path.isfile(file)]
-            self._specs[rel_dir] = specs
+            specs = self._specs[rel_dir] = _load([os.path.join(directory, name) for name in IGNORE_FILES])
         return specs
+
+    def listed(self, rel_dir: str, entries: list[os.DirEntry[str]]) -> None:
+        """The walk has listed `rel_dir`: its ignore files are read from the listing, with no stat per name."""
+        if rel_dir not in self._specs:
+            present = {entry.name: entry.path for entry in entries if entry.name in IGNORE_FILES and entry.is_file()}
+            self._specs[rel_dir] = _load([present[name] for name in IGNORE_FILES if name in present], exist=True)
+
+    def _chain(self, rel_dir: str) -> list[tuple[pathspec.PathSpec, int]]:
+        """The ignore files' specs that judge the entries of `rel_dir`, shallow to deep, each with the number of
+        path parts above the directory holding it: worked out once per directory, not per path."""
+        chain = self._chains.get(rel_dir)
+        if chain is None:
+            parent, _, _ = rel_dir.rpartition("/")
+            above = self._chain(parent) if rel_dir else []
+            depth = rel_dir.count("/") + 1 if rel_dir else 0
+            chain = self._chains[rel_dir] = above + [(spec, depth) for spec in self._dir_specs(rel_dir)]
+        return chain
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         """Whether git (and .ledgerignore) would ignore this path, judged by its own rules only, not its parents'.
 
         `rel_path` is normalised (forward slashes, no empty or dot parts), as the walk and `excluded` make it."""
+        chain = self._chain(rel_path.rpartition("/")[0])
+        base = self._base
+        if not chain and base is None:
+            return False
         parts = rel_path.split("/")
-        candidates: list[tuple[pathspec.PathSpec, str]] = [(self._base, rel_path)] if self._base.patterns else []
-        for depth in range(len(parts)):
-            specs = self._dir_specs("/".join(parts[:depth]))
-            if specs:
-                below = "/".join(parts[depth:])
-                candidates.extend((spec, below) for spec in specs)
+        candidates = [(base, rel_path)] if base is not None else []
+        candidates += [(spec, "/".join(parts[depth:])) for spec, depth in chain]
         suffix = "/" if is_dir else ""
         verdict = False
         for spec, below in candidates:  # shallow to deep; the last rule that matches decides
@@ -117,6 +133,16 @@ class IgnoreRules:
             if self.ignored(directory, is_dir=True):
                 return "ignored"
         return "ignored" if self.ignored("/".join(parts), is_dir=False) else None
+
+
+def _load(files: list[str], exist: bool = False) -> list[pathspec.PathSpec]:
+    """The specs of those of `files` that are files (all of them, with `exist`), in order."""
+    files = files if exist else [file for file in files if os.path.isfile(file)]
+    if not files:
+        return []
+    import pathspec
+
+    return [pathspec.GitIgnoreSpec.from_lines(_lines(Path(file))) for file in files]
 
 
 def _lines(path: Path) -> list[str]:
@@ -159,38 +185,40 @@ def walk(
     A file in `known` (path -> size, mtime_ns as last indexed) with the same stat is not opened again to
     sniff for binary or minified content: its bytes are taken as unchanged, as the indexer takes them."""
     pending = [under]
+    top = str(root)
     while pending:
         rel_dir = pending.pop()
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as entries:
+            with os.scandir(os.path.join(top, rel_dir) if rel_dir else top) as entries:
                 listing = sorted(entries, key=lambda e: e.name, reverse=True)
         except OSError:
             skipped.add("unreadable directory", rel_dir or ".")
             continue
+        rules.listed(rel_dir, listing)
         for entry in listing:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            try:
+            try:  # the entry's type comes with the listing: only a source file is stat-ed
+                if entry.is_symlink():
+                    skipped.add("symlink (not followed)", rel)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name in VENDORED_DIRS:
+                        skipped.add("vendored or generated directory", rel + "/")
+                    elif entry.name not in TOOL_DIRS and not rules.ignored(rel, is_dir=True):
+                        pending.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=False) or (spec := language_for(entry.name)) is None:
+                    continue  # a FIFO, socket or device, or no language we index
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 skipped.add("unreadable", rel)
                 continue
-            if stat.S_ISLNK(info.st_mode):
-                skipped.add("symlink (not followed)", rel)
-            elif stat.S_ISDIR(info.st_mode):
-                if entry.name in VENDORED_DIRS:
-                    skipped.add("vendored or generated directory", rel + "/")
-                elif entry.name in TOOL_DIRS:
-                    continue
-                elif not rules.ignored(rel, is_dir=True):
-                    pending.append(rel)
-            elif stat.S_ISREG(info.st_mode):
-                spec = language_for(entry.name)
-                if spec is None or rules.ignored(rel, is_dir=False):
-                    continue
-                if known is not None and known.get(rel) == (info.st_size, info.st_mtime_ns) and info.st_size <= max_bytes:
-                    yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
-                    continue
-                if (reason := check_file(root, rel, info.st_size, max_bytes)) is not None:
-                    skipped.add(reason, rel)
-                    continue
+            if rules.ignored(rel, is_dir=False):
+                continue
+            if known is not None and known.get(rel) == (info.st_size, info.st_mtime_ns) and info.st_size <= max_bytes:
                 yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
+                continue
+            if (reason := check_file(root, rel, info.st_size, max_bytes)) is not None:
+                skipped.add(reason, rel)
+                continue
+            yield SourceFile(rel, spec, info.st_size, info.st_mtime_ns)

@@ -12,32 +12,30 @@ follows memories.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from project_ledger.code.naming import Spelling
-from project_ledger.code.symbols import Definition, Reference
+from project_ledger.code.rows import FileRecord, ParsedFile, content_digest, embed_hash, embed_text  # noqa: F401 (links and code search hash with these)
 from project_ledger.storage.journal import WAIT_SECONDS, storage_error, utc_now
-from project_ledger.text.redaction import redact as redact_secrets
 
-EMBED_TEXT_CHARS = 600
 WRITE_CACHE_KIB = 64 * 1024
 KEEP_REMOVALS_REVISIONS = 10_000
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    path: str
-    language: str
-    size: int
-    mtime_ns: int
-    hash: str
-    lines: int
+LOOKUP_PATHS = 500  # paths per query when a batch looks up its files' records (well under SQLite's variable limit)
+# The code tables' secondary indexes, as the schema's migration 002 creates them (a test checks they agree).
+INDEXES = {
+    "code_symbols_path": "code_symbols(path)",
+    "code_symbols_name": "code_symbols(name COLLATE NOCASE)",
+    "code_symbols_qualname": "code_symbols(qualname)",
+    "code_symbols_rev": "code_symbols(rev)",
+    "code_symbols_embed": "code_symbols(embed_hash)",
+    "code_refs_name": "code_refs(name)",
+    "code_refs_path": "code_refs(path)",
+}
 
 
 @dataclass(frozen=True)
@@ -57,12 +55,6 @@ class StoredSymbol:
 
     def embed_text(self) -> str:
         return embed_text(self.kind, self.qualname, self.signature, self.doc, self.body_head)
-
-
-def embed_text(kind: str, qualname: str, signature: str, doc: str, body_head: str) -> str:
-    """What the model reads for a symbol: short, since embedding is the expensive part."""
-    parts = [f"{kind} {qualname}", signature, doc[:300], body_head]
-    return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
 
 
 @dataclass(frozen=True)
@@ -87,42 +79,6 @@ class CodeCounts:
     symbols: int
     references: int
     languages: dict[str, int]  # files per language
-
-
-def embed_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-
-
-SymbolRow = tuple[str, str, str, int, int, str, str, str, str, str, str]
-ReferenceRow = tuple[str, str, str, int]  # name, kind, lines ("3,17,42"), uses
-
-
-@dataclass(frozen=True)
-class ParsedFile:
-    """A parsed file as rows ready to insert: built in the parsing process, so the one writing
-    process only inserts (plain tuples also cross the process boundary far faster than objects)."""
-
-    record: FileRecord
-    symbols: list[SymbolRow]  # name, qualname, kind, start, end, signature, doc, parent, content hash, body head, embed hash
-    references: list[ReferenceRow]
-
-    @classmethod
-    def build(cls, record: FileRecord, definitions: list[Definition], references: list[Reference], redact: bool) -> ParsedFile:
-        """The rows for one parsed file; with `redact`, secrets in signatures, docstrings and body heads are replaced."""
-        clean: Callable[[str], str] = (lambda text: redact_secrets(text).text) if redact else (lambda text: text)
-        symbols = []
-        for d in definitions:
-            signature, doc, body_head = clean(d.signature), clean(d.doc), clean(d.body_head)
-            text = embed_text(d.kind, d.qualname, signature, doc, body_head)
-            symbols.append(
-                (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
-                 embed_hash(text))
-            )  # fmt: skip
-        grouped: dict[tuple[str, str], list[int]] = {}
-        for r in references:
-            grouped.setdefault((r.name, r.kind), []).append(r.line)
-        rows = [(name, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()]
-        return cls(record, symbols, rows)
 
 
 _SYMBOL_COLUMNS = "id, path, name, qualname, kind, language, start_line, end_line, signature, doc, parent, body_head"
@@ -197,43 +153,68 @@ class CodeStore:
             for path in removed:
                 self._purge(db, path, rev)
                 db.execute("DELETE FROM code_files WHERE path = ?", (path,))
-            for record in touched:
-                db.execute(
-                    "UPDATE code_files SET size = ?, mtime_ns = ? WHERE path = ?", (record.size, record.mtime_ns, record.path)
-                )
+            db.executemany(
+                "UPDATE code_files SET size = ?, mtime_ns = ? WHERE path = ?", [(r.size, r.mtime_ns, r.path) for r in touched]
+            )
+            symbols: list[tuple[object, ...]] = []
+            references: list[tuple[object, ...]] = []
+            files: list[tuple[object, ...]] = []
+            newest: dict[str, ParsedFile] = {}  # a path listed twice (a directory and a file in it) is written once
             for item in parsed:
+                if (seen := newest.get(item.record.path)) is None or seen.record.mtime_ns <= item.record.mtime_ns:
+                    newest[item.record.path] = item
+            paths = list(newest)
+            known: dict[str, tuple[str, int]] = {}
+            for start in range(0, len(paths), LOOKUP_PATHS):
+                chunk = paths[start : start + LOOKUP_PATHS]
+                sql = f"SELECT path, hash, mtime_ns FROM code_files WHERE path IN ({','.join('?' * len(chunk))})"
+                known.update((row[0], (row[1], row[2])) for row in db.execute(sql, chunk))
+            for item in newest.values():
                 record = item.record
-                stored = db.execute("SELECT hash, mtime_ns FROM code_files WHERE path = ?", (record.path,)).fetchone()
+                stored = known.get(record.path)
                 if stored is not None and stored[1] > record.mtime_ns:
                     continue  # a newer version was parsed meanwhile (the watcher overtook a scan)
                 if stored is None or stored[0] != record.hash:
-                    self._purge(db, record.path, rev)
-                    self._insert(db, item, rev)
-                db.execute(
-                    "INSERT OR REPLACE INTO code_files (path, language, size, mtime_ns, hash, lines, indexed_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (record.path, record.language, record.size, record.mtime_ns, record.hash, record.lines, now),
-                )
+                    if stored is not None:  # a file with no record has no rows: they are written and purged with it
+                        self._purge(db, record.path, rev)
+                    path, language = record.path, record.language
+                    symbols += [(path, language, rev, *row) for row in item.symbols]
+                    references += [(name, path, kind, lines, uses) for name, kind, lines, uses in item.references]
+                files.append((record.path, record.language, record.size, record.mtime_ns, record.hash, record.lines, now))
+            # One statement per table for the whole batch: the rows of a file never collide with another's.
+            db.executemany(
+                "INSERT INTO code_symbols (path, language, rev, name, qualname, kind, start_line, end_line, signature, doc, "
+                "parent, content_hash, body_head, embed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                symbols,
+            )
+            db.executemany("INSERT INTO code_refs (name, path, kind, lines, uses) VALUES (?, ?, ?, ?, ?)", references)
+            db.executemany(
+                "INSERT OR REPLACE INTO code_files (path, language, size, mtime_ns, hash, lines, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                files,
+            )
         return rev
+
+    def defer_indexes(self) -> None:
+        """Drop the secondary indexes before a cold full index: building each once at the end (`restore_indexes`)
+        costs about half the CPU of keeping them up to date row by row. Until then lookups scan the tables. A
+        process that dies in between leaves them missing; the next scan's `restore_indexes` builds them."""
+        with self._write() as db:
+            for name in INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
+
+    def restore_indexes(self) -> None:
+        """Create whichever of the secondary indexes is missing (none, unless a cold index was under way)."""
+        present = {row[0] for row in self._read("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        if missing := [name for name in INDEXES if name not in present]:
+            with self._write() as db:
+                for name in missing:
+                    db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {INDEXES[name]}")
 
     @staticmethod
     def _purge(db: sqlite3.Connection, path: str, rev: int) -> None:
         db.execute("INSERT INTO code_removed (rev, id) SELECT ?, id FROM code_symbols WHERE path = ?", (rev, path))
         db.execute("DELETE FROM code_symbols WHERE path = ?", (path,))
         db.execute("DELETE FROM code_refs WHERE path = ?", (path,))
-
-    @staticmethod
-    def _insert(db: sqlite3.Connection, item: ParsedFile, rev: int) -> None:
-        path, language = item.record.path, item.record.language
-        db.executemany(
-            "INSERT INTO code_symbols (path, language, rev, name, qualname, kind, start_line, end_line, signature, doc, "
-            "parent, content_hash, body_head, embed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(path, language, rev, *row) for row in item.symbols],
-        )
-        db.executemany(
-            "INSERT INTO code_refs (name, path, kind, lines, uses) VALUES (?, ?, ?, ?, ?)",
-            [(name, path, kind, lines, uses) for name, kind, lines, uses in item.references],
-        )
 
     def prune(self) -> None:
         """Drop vectors no symbol uses any more (their code was edited or deleted), and removal records
@@ -425,7 +406,3 @@ def named(spelling: Spelling) -> tuple[str, list[object]]:
 
 def _glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
-def content_digest(source: bytes) -> str:
-    return hashlib.blake2b(source, digest_size=16).hexdigest()

@@ -40,6 +40,9 @@ WRAPPERS = {
 # Comment lines that are only decoration, and the markers that open or close a comment.
 _COMMENT_MARKERS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--+\[*=*\[*|\]=*\])?\s?")
 _COMMENT_TAIL = re.compile(r"\s*\*/\s*$")
+# Whatever can open a comment in a supported language (#, //, /*, --, Ruby's =begin); a header without any of
+# these has no comment child, so its signature is simply the text up to the body.
+_COMMENT_START = re.compile(rb"[#/]|--|=begin")
 ATTRIBUTES = {"attribute_item"}  # Rust `#[derive(...)]` between a doc comment and its item
 BODY_NODES = {"class_body", "function_body", "enum_class_body"}
 SIGNATURE_CHARS = 300
@@ -61,16 +64,19 @@ class Definition(NamedTuple):  # a tuple: one is built per definition, tens of t
     body_head: str  # the first lines after the declaration's first line, for search
 
 
-class Reference(NamedTuple):
+class References(NamedTuple):
+    """One file's uses of one name in one way, as the store keeps them: a row per name and kind, not per site."""
+
     name: str
-    line: int
     kind: str  # call, class, type, ... as the query says
+    lines: str  # 1-based, ascending, comma-separated: "3,17,42"
+    uses: int
 
 
 @dataclass
 class FileSymbols:
     definitions: list[Definition] = field(default_factory=list)
-    references: list[Reference] = field(default_factory=list)
+    references: list[References] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -106,6 +112,9 @@ def _signature(node: Any, source: bytes) -> str:
     if body is None:  # grammars without a `body` field (Kotlin)
         body = next((child for child in node.named_children if child.type in BODY_NODES), None)
     if body is not None and body.start_byte > node.start_byte:
+        head_bytes = source[node.start_byte : body.start_byte]
+        if _COMMENT_START.search(head_bytes) is None:  # no comment in the header: what follows its last part is space
+            return _one_line(head_bytes.decode("utf-8", errors="replace").rstrip().rstrip("{:=").rstrip(), SIGNATURE_CHARS)
         end = node.start_byte
         for child in node.children:  # up to the last part of the header that is not a comment
             if child.start_byte >= body.start_byte:
@@ -120,8 +129,13 @@ def _signature(node: Any, source: bytes) -> str:
 
 def _body_head(node: Any, source: bytes) -> str:
     chunk = source[node.start_byte : min(node.end_byte, node.start_byte + 4 * BODY_HEAD_CHARS)]
-    lines = [" ".join(line.split()) for line in chunk.decode("utf-8", errors="replace").splitlines()[1:]]
-    return " ".join([line for line in lines if line][:BODY_HEAD_LINES])[:BODY_HEAD_CHARS]
+    kept: list[str] = []
+    for line in chunk.decode("utf-8", errors="replace").splitlines()[1:]:
+        if squeezed := " ".join(line.split()):
+            kept.append(squeezed)
+            if len(kept) == BODY_HEAD_LINES:
+                break
+    return " ".join(kept)[:BODY_HEAD_CHARS]
 
 
 def _clean_comment(text: str) -> str:
@@ -225,11 +239,19 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
     return FileSymbols(_nest(grammar, source, items), _outside(references, items))
 
 
-def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, int, int], _Item]) -> list[Reference]:
-    """References minus the definitions' own names (some queries tag every type identifier)."""
+def _outside(references: dict[tuple[bytes, int], str], items: dict[tuple[int, int, int], _Item]) -> list[References]:
+    """References minus the definitions' own names (some queries tag every type identifier), grouped by name
+    and kind in the order each group is first seen; a name is decoded once however often it is used."""
     defined = {(item.name, item.node.start_point[0] + 1) for item in items.values() if item.kind not in ("ignore", "scope")}
-    found = (Reference(name.decode("utf-8", errors="replace"), line, kind) for (name, line), kind in references.items())
-    return [ref for ref in found if (ref.name, ref.line) not in defined]
+    names: dict[bytes, str] = {}
+    grouped: dict[tuple[str, str], list[int]] = {}
+    for (raw, line), kind in references.items():
+        name = names.get(raw)
+        if name is None:
+            name = names[raw] = raw.decode("utf-8", errors="replace")
+        if (name, line) not in defined:
+            grouped.setdefault((name, kind), []).append(line)
+    return [References(name, kind, ",".join(map(str, sorted(lines))), len(lines)) for (name, kind), lines in grouped.items()]
 
 
 def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _Item]) -> list[Definition]:
@@ -258,17 +280,17 @@ def _nest(grammar: Grammar, source: bytes, items: dict[tuple[int, int, int], _It
             continue
         node = item.node
         definitions.append(
-            Definition(
-                name=item.name,
-                qualname=item.qualname,
-                kind=item.kind,
-                line=node.start_point[0] + 1,
-                end_line=node.end_point[0] + 1,
-                signature=_signature(node, source),
-                doc=_doc(item),
-                parent=parent_name,
-                content_hash=hashlib.blake2b(source[item.start : item.end], digest_size=8).hexdigest(),
-                body_head=_body_head(node, source),
+            Definition(  # positional: name, qualname, kind, line, end line, signature, doc, parent, hash, body head
+                item.name,
+                item.qualname,
+                item.kind,
+                node.start_point[0] + 1,
+                node.end_point[0] + 1,
+                _signature(node, source),
+                _doc(item),
+                parent_name,
+                hashlib.blake2b(source[item.start : item.end], digest_size=8).hexdigest(),
+                _body_head(node, source),
             )
         )
     return definitions

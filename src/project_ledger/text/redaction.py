@@ -324,9 +324,15 @@ def _add(spans: list[tuple[int, int, str]], start: int, end: int, kind: str) -> 
     spans.insert(index, (start, end, kind))
 
 
+def may_hold_secret(text: str) -> bool:
+    """False when `text` holds none of the detectors' hints nor a name fragment: `redact` would return it as it is.
+    Plain substrings, so the check of several texts joined is true whenever the check of any one of them is."""
+    return _ANY_HINT.search(text) is not None or _ANY_FRAGMENT.search(text.lower()) is not None
+
+
 def redact(text: str) -> Redacted:
     """Replace every secret in `text` with `[REDACTED:<type>]`; text without one is returned as it is."""
-    if _ANY_HINT.search(text) is None and _ANY_FRAGMENT.search(text.lower()) is None:
+    if not may_hold_secret(text):
         return Redacted(text, {})
     spans: list[tuple[int, int, str]] = []
     for detector in _DETECTORS:
