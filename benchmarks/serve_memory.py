@@ -28,6 +28,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
@@ -107,6 +109,16 @@ def params(root: Path, data_dir: Path | None) -> StdioServerParameters:
 Snapshots = list[tuple[str, dict[str, float]]]
 
 
+@asynccontextmanager
+async def measured_server(root: Path, data_dir: Path) -> AsyncIterator[tuple[ClientSession, int, Snapshots]]:
+    """`serve` over stdio, initialized: its session, its pid, and the first snapshot of its memory."""
+    async with stdio_client(params(root, data_dir)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        pid = server_pid(data_dir)
+        assert pid is not None
+        yield session, pid, [("after initialize", smaps(pid, data_dir))]
+
+
 async def memories_breakdown(work: Path, size: int) -> tuple[Snapshots, float]:
     from performance import queries, settle, synthetic_journal
 
@@ -115,12 +127,7 @@ async def memories_breakdown(work: Path, size: int) -> tuple[Snapshots, float]:
     root.mkdir(parents=True)
     synthetic_journal(root, size)
     data_dir = root / ".ledger"
-    snapshots = []
-    async with stdio_client(params(root, data_dir)) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        pid = server_pid(data_dir)
-        assert pid is not None
-        snapshots.append(("after initialize", smaps(pid, data_dir)))
+    async with measured_server(root, data_dir) as (session, pid, snapshots):
         await session.call_tool("recall", {"query": "warm up"})
         await settle(session)
         for query in queries(20):
@@ -134,12 +141,7 @@ async def memories_breakdown(work: Path, size: int) -> tuple[Snapshots, float]:
 async def code_breakdown(root: Path, data_dir: Path, embed_seconds: float | None) -> tuple[Snapshots, float]:
     """`embed_seconds` None: until every symbol has its vector."""
     shutil.rmtree(data_dir, ignore_errors=True)
-    snapshots = []
-    async with stdio_client(params(root, data_dir)) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        pid = server_pid(data_dir)
-        assert pid is not None
-        snapshots.append(("after initialize", smaps(pid, data_dir)))
+    async with measured_server(root, data_dir) as (session, pid, snapshots):
         await until_scanned(session, 900)
         snapshots.append(("after the initial scan", smaps(pid, data_dir)))
         started = time.perf_counter()
