@@ -25,6 +25,7 @@ from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.models import RecallHit
 from project_ledger.search.index import SearchFilter
 from project_ledger.text.injection import defang
+from project_ledger.text.tokens import TokenEstimate
 
 if TYPE_CHECKING:
     from project_ledger.memory.service import LedgerService
@@ -35,6 +36,7 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompac
 TOOL_LINE_CHARS = 160  # a tool call is stored as one short line: its name and what it worked on
 INJECTED_TEXT_CHARS = 280  # longest excerpt of one memory in an injection
 MAX_INJECTED = 4
+ESTIMATE = TokenEstimate()  # what a hook counts tokens with: never the encoding, which a hook process would load
 # The input field that best says what a tool call worked on, in order of preference.
 TOOL_TARGETS = ("file_path", "notebook_path", "path", "command", "pattern", "url", "query", "description", "prompt")
 
@@ -234,12 +236,6 @@ def read_transcript(data: bytes, start: int = 0, roles: Sequence[str] = ("user",
 # -- what a prompt gets -----------------------------------------------------------------
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens of `text`, over-estimated: a character in three. cl100k averages about four characters a token on
-    English and nearer three on ids and paths; loading the real tokenizer costs a hook process about 0.2 s."""
-    return -(-len(text) // 3)
-
-
 def choose_injection(
     hits: Iterable[RecallHit], *, session: str, floor: float, exclude: Iterable[str] = ()
 ) -> list[RecallHit]:
@@ -351,10 +347,10 @@ class Conversation:
         lead = ""
         if event.source == "compact" and (gist := next(iter(self.journal.gists(event.session)), None)):
             lead = f"This session so far (its gist in the project ledger, {gist.id}):\n{gist.text}\n\n"
-            budget -= self.ledger.tokens.count(lead)
+            budget -= ESTIMATE.count(lead)
         if budget < 100:  # the pack's smallest budget; the gist alone fills what there is
             return Outcome(context=lead.strip() or None)
-        pack = self.ledger.context(None, token_budget=budget)
+        pack = self.ledger.context(None, token_budget=budget, tokens=ESTIMATE)
         return Outcome(context=(lead + pack.text).strip() or None)
 
     def prompt(self, event: HookEvent) -> Outcome:
@@ -375,7 +371,7 @@ class Conversation:
         # BM25 alone, also in a server whose model is loaded: the floor is a share of the prompt's terms.
         ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor, lexical=True).ranked
         chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
-        if injection := render_injection(chosen, self.params.inject_tokens, estimate_tokens):
+        if injection := render_injection(chosen, self.params.inject_tokens, ESTIMATE.count):
             outcome.context, outcome.injected = injection.text, injection.ids
         return outcome
 

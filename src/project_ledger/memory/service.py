@@ -375,10 +375,12 @@ class LedgerService:
 
     # -- context packs -----------------------------------------------------------
 
-    def context(self, query: str | None = None, token_budget: int = 4000, *, session: str | None = None) -> ContextResult:
+    def context(
+        self, query: str | None = None, token_budget: int = 4000, *, session: str | None = None, tokens: TokenCounter | None = None
+    ) -> ContextResult:
         """One block within `token_budget`: project context, pins, then (for a query) the memories and code
         it needs, then the session's latest turns. Being put in a pack is not use: access stats stay as they
-        were (see `Recall.touch`)."""
+        were (see `Recall.touch`). `tokens` counts instead of the ledger's tiktoken counter (a hook's estimate)."""
         if not MIN_CONTEXT_TOKENS <= token_budget <= self.limits.max_result_tokens:
             raise InvalidArgument(
                 f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {self.limits.max_result_tokens} "
@@ -404,7 +406,7 @@ class LedgerService:
         turns = self.journal.recent_turns(session, self._recent_turns(session, gists)) if session else []
         shown |= {hit.id for hit in memories}
         sections += query_sections(query or "", gists, memories, symbols, [t for t in turns if t.id not in shown], session)
-        pack = assemble(sections, token_budget, self.tokens)
+        pack = assemble(sections, token_budget, tokens or self.tokens)
         return ContextResult(
             text=pack.text, tokens=pack.tokens, token_budget=token_budget, sections=pack.sections, ids=pack.ids,
             left_out=pack.left_out, mode=mode,
