@@ -1,0 +1,108 @@
+"""Recall latency of this checkout against an earlier commit, in the same run, on the same large journal.
+
+    python benchmarks/recall_against.py --base 0a3006d                 # 100k memories, 4 runs of each, interleaved
+    python benchmarks/recall_against.py --base 0a3006d --size 10000 --runs 3
+    python benchmarks/recall_against.py --base 0a3006d --write         # also updates the README's table
+
+A ranking change must not slow recall down at scale (issue 16: p95 at 100k within 10%). Figures taken on different
+days say little on a shared machine, so both versions are measured here, one run of each in turn: the base commit
+is checked out in a temporary git worktree, `performance.py`'s synthetic journal is built once and copied for each
+version (each keeps its own index slot), and each run is `performance.in_process_recall` in a fresh process whose
+`PYTHONPATH` points at that version's code: 200 recalls after 20 that warm the caches, the query embedding timed
+apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from performance import synthetic_journal
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+RUN = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from performance import in_process_recall
+print(json.dumps(in_process_recall(Path(sys.argv[2]))))
+"""
+
+
+def git(*args: str, check: bool = True) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, cwd=HERE).stdout.strip()
+
+
+def one_run(src: Path, root: Path) -> dict[str, float]:
+    """`in_process_recall` on `root` with the code in `src`, in a process of its own."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, "PYTHONPATH": str(src)}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(HERE), str(root)], env=env, capture_output=True, text=True, timeout=1800, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the run with {src} failed: {done.stderr.strip()[-800:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", required=True, help="the commit to compare with (e.g. the last landed main)")
+    parser.add_argument("--size", type=int, default=100_000, help="memories in the journal")
+    parser.add_argument("--runs", type=int, default=4, help="runs of each version")
+    parser.add_argument("--write", action="store_true", help="write the table into README.md")
+    args = parser.parse_args()
+    base, head = git("rev-parse", "--short", args.base), git("rev-parse", "--short", "HEAD")
+    loads = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        git("worktree", "add", "--detach", str(work / "base"), base)
+        try:
+            synthetic_journal(work / "journal", args.size)
+            roots = {name: work / f"ledger-{name}" for name in (base, head)}
+            for root in roots.values():
+                shutil.copytree(work / "journal", root)
+            sources = {base: work / "base" / "src", head: SRC}
+            runs: dict[str, list[dict[str, float]]] = {base: [], head: []}
+            for _ in range(args.runs):
+                for name in (base, head):
+                    runs[name].append(one_run(sources[name], roots[name]))
+                    loads.append(os.getloadavg()[0])
+        finally:
+            git("worktree", "remove", "--force", str(work / "base"), check=False)
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[name]) * 1000
+
+    rows = [
+        f"| recall at {args.size:,} memories, in-process, no query embedding | {base} | {head} (this checkout) | ratio |",
+        "|---|---|---|---|",
+    ]
+    for key, label in (("p50", "p50"), ("p95", "p95")):
+        before, after = median(base, key), median(head, key)
+        rows.append(f"| {label}, median of {args.runs} runs | {before:.1f} ms | {after:.1f} ms | {after / before:.2f} |")
+    table = "\n".join(
+        [
+            *rows,
+            "",
+            f"Runs interleaved, each in a fresh process. Measured {time.strftime('%Y-%m-%d')}, load average "
+            f"{min(loads):.1f}-{max(loads):.1f}, with `python benchmarks/recall_against.py --base {args.base}`.",
+        ]
+    )
+    print(table)
+    if args.write:
+        from readme_table import replace_section
+
+        replace_section("recall-against", table)
+
+
+if __name__ == "__main__":
+    main()
