@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,24 +177,9 @@ def _ours(group: Any) -> bool:
 
 
 def merge_hooks(path: Path, command: str) -> str:
-    """Put the ledger's hook on every event in the settings file at `path`, keeping every other key and every
-    other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
-    document = read_document(path, empty={})
-    hooks = document.get("hooks", {}) if isinstance(document, dict) else None
-    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in EVENTS):
-        raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
-    wanted = hooks_block(command)["hooks"]
-    merged = {**hooks}
-    found = False
-    for event in EVENTS:
-        groups = hooks.get(event, [])
-        found = found or any(_ours(group) for group in groups)
-        merged[event] = [group for group in groups if not _ours(group)] + wanted[event]
-    if merged == hooks:
-        return "unchanged"
-    document["hooks"] = merged
-    write_atomically(path, json.dumps(document, indent=2) + "\n")
-    return "replaced" if found else "added"
+    """Put the ledger's hook on every event in Claude Code's settings file at `path`, keeping every other key and
+    every other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
+    return _merge_hook_entries(path, empty={}, wanted=hooks_block(command)["hooks"], ours=_ours)
 
 
 def cursor_hooks_block(command: str) -> dict[str, Any]:
@@ -203,18 +189,25 @@ def cursor_hooks_block(command: str) -> dict[str, Any]:
 def merge_cursor_hooks(path: Path, command: str) -> str:
     """Put the ledger's hook on Cursor's events in `.cursor/hooks.json`, keeping every other hook; an older entry of
     ours is replaced. Returns added, replaced or unchanged."""
-    document = read_document(path, empty={"version": 1})
+    return _merge_hook_entries(path, empty={"version": 1}, wanted=cursor_hooks_block(command)["hooks"], ours=_ours_cursor)
+
+
+def _ours_cursor(entry: Any) -> bool:
+    return isinstance(entry, dict) and "project_ledger hook cursor" in str(entry.get("command", ""))
+
+
+def _merge_hook_entries(path: Path, *, empty: dict[str, Any], wanted: dict[str, list[Any]], ours: Callable[[Any], bool]) -> str:
+    """Put the `wanted` entries of each event into the `hooks` object of the JSON file at `path` (`empty` if there
+    is none), after the event's entries that are not `ours`; every other key is kept."""
+    document = read_document(path, empty=empty)
     hooks = document.get("hooks", {}) if isinstance(document, dict) else None
-    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in CURSOR_HOOK_EVENTS):
+    if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in wanted):
         raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")
-    mark = "project_ledger hook cursor"
-    merged = {**hooks}
-    found = False
-    for event in CURSOR_HOOK_EVENTS:
-        entries = hooks.get(event, [])
-        ours = [entry for entry in entries if isinstance(entry, dict) and mark in str(entry.get("command", ""))]
-        found = found or bool(ours)
-        merged[event] = [entry for entry in entries if entry not in ours] + [{"command": command}]
+    merged, found = {**hooks}, False
+    for event, entries in wanted.items():
+        existing = hooks.get(event, [])
+        found = found or any(ours(entry) for entry in existing)
+        merged[event] = [entry for entry in existing if not ours(entry)] + entries
     if merged == hooks:
         return "unchanged"
     document["hooks"] = merged
