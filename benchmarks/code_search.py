@@ -34,7 +34,7 @@ from pathlib import Path
 
 from code_index import EXECUTABLE, RICH, child_env, log, sdist
 from project_ledger.search.tuning import CODE_FUSION, FusionParams
-from readme_table import replace_section
+from readme_table import publish
 
 CLICK = "click==8.*"
 ZOD = "zod@4"
@@ -297,9 +297,7 @@ def main() -> None:
     table = "\n".join([*rows, "", footer])
     if sweeps:
         table += "\n\nFusion, 2-fold cross-validated (`--tune`; ranked only):\n\n" + "\n".join(tune(sweeps))
-    print(table)
-    if args.write:
-        replace_section("code-search", table)
+    publish("code-search", table, args.write)
 
 
 if __name__ == "__main__":

@@ -17,3 +17,10 @@ def replace_section(name: str, body: str) -> None:
     if not pattern.search(text):
         raise SystemExit(f"README.md has no <!-- bench:{name} --> section")
     README.write_text(pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text))
+
+
+def publish(name: str, body: str, write: bool) -> None:
+    """Print a benchmark's section, and with `write` put it in the README."""
+    print(body)
+    if write:
+        replace_section(name, body)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from performance import synthetic_journal
+from readme_table import publish
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
@@ -97,11 +98,7 @@ def main() -> None:
             f"{min(loads):.1f}-{max(loads):.1f}, with `python benchmarks/recall_against.py --base {args.base}`.",
         ]
     )
-    print(table)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("recall-against", table)
+    publish("recall-against", table, args.write)
 
 
 if __name__ == "__main__":
