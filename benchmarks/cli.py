@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from hooks import serving
 from performance import synthetic_journal
+from readme_table import measured, publish
 
 SOURCE = '''"""Invoices."""
 
@@ -104,24 +104,17 @@ def main() -> None:
     def ms(values: list[float]) -> str:
         return f"{statistics.median(values) * 1000:.0f} ms"
 
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
     table = "\n".join(
         [
             "| CLI call, process start included | median wall | median CPU |",
             "|---|---|---|",
             *(f"| {name} | {ms(walls[name])} | {ms(cpus[name])} |" for name in walls),
             "",
-            (
-                f"{args.size:,} memories, {args.runs} runs of each. Measured {time.strftime('%Y-%m-%d')} on {machine} "
-                f"(shared; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), with `python benchmarks/cli.py`."
-            ),
+            f"{args.size:,} memories, {args.runs} runs of each. "
+            + measured("python benchmarks/cli.py", load_before[0], load_after[0]),
         ]
     )
-    print(table)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("cli", table)
+    publish("cli", table, args.write)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ import asyncio
 import glob
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -56,6 +55,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from project_ledger.code.languages import language_for
+from readme_table import machine as measured_on
 
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 CTAGS = "/usr/bin/ctags"
@@ -733,7 +733,7 @@ def main() -> None:
     notes = [misses_line(f"{timing.tree.name}", recall) for timing, recall, _ in recalls]
     notes += [f"- {timing.tree.name}: {recall.note}." for timing, recall, _ in recalls if recall.note]
     notes += [f"- skipped: {item}." for item in skipped]
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    machine = measured_on()
     lines += [
         "",
         f"Index times are wall-clock medians of {args.runs} runs of `project-ledger index --json` (a fresh data dir each; "

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +29,7 @@ from project_ledger.config import Settings
 from project_ledger.factory import open_services
 from project_ledger.memory.conversation import choose_injection
 from project_ledger.search.index import SearchFilter
+from readme_table import machine as measured_on
 
 HERE = Path(__file__).parent
 PROJECT = HERE / "data" / "project_conversation.json"
@@ -154,7 +153,7 @@ def main() -> None:
         lines = table("project conversation", project_corpus(Path(tmp)), "unanswerable")
         if args.locomo_conversations and LOCOMO.exists():
             lines += ["", *table(f"LoCoMo dev, {args.locomo_conversations} conversations", locomo(Path(tmp), args.locomo_conversations), "adversarial")]
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = measured_on()
     lines += ["", f"Measured {time.strftime('%Y-%m-%d')} on {machine} with `python benchmarks/hook_injection.py`."]
     print("\n".join(lines))
     if args.write:

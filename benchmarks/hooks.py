@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import select
 import statistics
 import subprocess
@@ -34,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from performance import percentile, queries, synthetic_journal
+from readme_table import measured, publish
 
 COMMAND = [sys.executable, "-m", "project_ledger", "hook", "claude-code"]
 
@@ -149,7 +149,6 @@ def main() -> None:
     def row(label: str, name: str) -> str:
         return f"| {label} | {ms(alone[name])} | {ms(alone[name], 95)} | {ms(served[name])} | {ms(served[name], 95)} |"
 
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
     table = "\n".join(
         [
             "| hook call, process start included | no server: median | p95 | `serve` up: median | p95 |",
@@ -167,17 +166,11 @@ def main() -> None:
             f"| for scale: `python -c pass` | {ms(times['python'])} | {ms(times['python'], 95)} | | |",
             f"| for scale: importing the ledger's CLI | {ms(times['imports'])} | {ms(times['imports'], 95)} | | |",
             "",
-            (
-                f"{args.size:,} memories, {args.runs} calls per event and setting. Measured {time.strftime('%Y-%m-%d')} on {machine} "
-                f"(shared; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), with `python benchmarks/hooks.py`."
-            ),
+            f"{args.size:,} memories, {args.runs} calls per event and setting. "
+            + measured("python benchmarks/hooks.py", load_before[0], load_after[0]),
         ]
     )
-    print(table)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("hooks", table)
+    publish("hooks", table, args.write)
 
 
 if __name__ == "__main__":

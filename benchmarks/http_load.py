@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from readme_table import machine as measured_on
 
 HERE = Path(__file__).parent
 CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())
@@ -135,7 +136,7 @@ def main() -> None:
         p50, p95 = ({tool: f"{np.percentile(values, q) * 1000:.0f} ms" for tool, values in latencies.items()} for q in (50, 95))
         rows.append(f"| {clients} | {rate:.0f} (runs: {spread}) | {p50['remember']} / {p95['remember']} | {p50['recall']} / {p95['recall']} |")
         print(rows[-1], flush=True)
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = measured_on()
     text = "\n".join(
         [
             *rows,

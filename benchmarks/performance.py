@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -46,6 +45,7 @@ from project_ledger.search.embedding import create_embedder, to_bytes
 from project_ledger.storage.index_sync import GRAPH_MIN_POINTS
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
+from readme_table import machine as measured_on
 
 HERE = Path(__file__).parent
 CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())
@@ -308,7 +308,7 @@ def main() -> None:
             ),
             (f"server resident memory after recalls, {label}", f"{remote['rss_mb']:.0f} MB"),
         ]
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    machine = measured_on()
     table = "\n".join(
         [
             "| measure | result |",

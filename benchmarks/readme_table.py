@@ -5,10 +5,26 @@ A section is the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
 
 from __future__ import annotations
 
+import os
+import platform
 import re
+import time
 from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def machine() -> str:
+    """What a figure was measured on, for a benchmark's footer."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def measured(command: str, load_before: float, load_after: float) -> str:
+    """A footer's last sentence: when, where, under what load and with which command a table was measured."""
+    return (
+        f"Measured {time.strftime('%Y-%m-%d')} on {machine()} (shared; load average {load_before:.1f} before, "
+        f"{load_after:.1f} after), with `{command}`."
+    )
 
 
 def replace_section(name: str, body: str) -> None:

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import statistics
 import sysconfig
@@ -38,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from project_ledger.text.redaction import TYPES, redact
+from readme_table import machine as measured_on
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -159,7 +158,7 @@ def main() -> None:
     def found(counts: Counter[str]) -> str:
         return ", ".join(f"{n} {kind}" for kind, n in counts.most_common()) or "none"
 
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = measured_on()
     text = "\n".join(
         [
             f"Fake secrets caught ({FIXTURE.relative_to(REPO)}: random secrets of the right shape in realistic snippets):",
