@@ -87,16 +87,17 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
         return None
     if data_dir is None:
         return None
+    fingerprint = settings_fingerprint(environ)
     starting = isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact"
     if client == "claude-code" and starting:
-        output = kept(data_dir, settings_fingerprint(environ))
+        output = kept(data_dir, fingerprint)
         if output is not None:
             elapsed = round((time.perf_counter() - started) * 1000)
             log_hook(data_dir, f"ok SessionStart session={payload.get('session_id', '-')} {elapsed}ms kept stored=0 injected=0")
             return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None
-    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": settings_fingerprint(environ)}
+    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": fingerprint}
     answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
     output = answer.get("output") if answer is not None else None
     return output if isinstance(output, str) else None
