@@ -121,3 +121,13 @@ async def test_a_collection_named_the_old_way_is_left_alone_and_the_new_one_buil
         assert status["index"]["location"].endswith(f"collection {old}-memories") and status["index"]["points"] == 3
         assert (await ledger.recall(MEMORIES[0]["text"]))[0]["text"] == MEMORIES[0]["text"]
     assert collections(qdrant) == {old: 1, f"{old}-memories": 3, f"{old}-code": 0}
+
+
+@pytest.mark.parametrize(
+    ("client_version", "server_version", "works"),
+    [("1.15.1", "1.15.0", True), ("1.15.1", "v1.14.2", True), ("1.15.1", "1.13.0", False), ("2.0.0", "1.15.0", False), ("1.15.1", "dev", True)],
+)
+def test_the_server_version_is_compared_as_qdrant_client_does(client_version: str, server_version: str, works: bool) -> None:
+    from project_ledger.search.qdrant_index import compatible_versions
+
+    assert compatible_versions(client_version, server_version) is works

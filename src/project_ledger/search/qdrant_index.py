@@ -23,6 +23,31 @@ from project_ledger.search.sparse import SparseVec
 _SCHEMA_LOCK = threading.Lock()
 
 
+def server_version_notes(client: Any) -> list[str]:
+    """A note when the server and qdrant-client differ in major version or by more than one minor version, the
+    range qdrant-client supports. A server that does not answer gets no note: the next call fails with its reason."""
+    from importlib.metadata import version
+
+    try:
+        server = str(client.info().version)
+    except Exception:
+        return []
+    ours = version("qdrant-client")
+    if not compatible_versions(ours, server):
+        return [f"Qdrant server {server} may not work with qdrant-client {ours}: upgrade the one that is behind"]
+    return []
+
+
+def compatible_versions(client_version: str, server_version: str) -> bool:
+    """Same major version, minor versions at most one apart; a version that does not parse is given the benefit."""
+    try:
+        client_major, client_minor = (int(part) for part in client_version.split(".")[:2])
+        server_major, server_minor = (int(part) for part in server_version.lstrip("v").split(".")[:2])
+    except ValueError:
+        return True
+    return client_major == server_major and abs(client_minor - server_minor) <= 1
+
+
 class QdrantIndex:
     backend = "qdrant-server"
 
@@ -52,6 +77,8 @@ class QdrantIndex:
         state_dir.mkdir(parents=True, exist_ok=True)
         self._state = IndexState(state_dir / f"qdrant-{collection}.json", embedder_identity)
         self._lock_path = state_dir / f"qdrant-{collection}.lock"
+        if owns_client and not location.startswith("local "):
+            self.events.extend(server_version_notes(client))
         with self.sync_lock():  # another process may be creating or rebuilding the collection right now
             exists = client.collection_exists(collection)
             if not exists or not self._state.load():
@@ -67,7 +94,9 @@ class QdrantIndex:
 
         if path is not None:
             return QdrantClient(path=str(path)), f"local {path}"
-        return QdrantClient(url=url, api_key=api_key), str(url)
+        # qdrant-client's own version check warns from a thread, onto stderr, in its words; `server_version_notes`
+        # makes the same comparison where the ledger reports it
+        return QdrantClient(url=url, api_key=api_key, check_compatibility=False), str(url)
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
