@@ -47,25 +47,10 @@ def import_transcripts(settings: Settings, paths: tuple[Path, ...], as_json: boo
     """
     with opened(settings) as ledger, progress_bars() as report:
         files = transcript_files(paths, ledger.paths.root)
-        conversation = Conversation(ledger, HookParams(), lambda: None)
-        sessions: dict[str, int] = {}
-        for done, path in enumerate(files):
-            report("importing transcripts", done, len(files))
-            try:
-                session, stored = conversation.import_transcript(path)
-            except OSError as exc:
-                raise click.ClickException(f"cannot read {path}: {exc.strerror or exc}") from None
-            sessions[session] = sessions.get(session, 0) + stored
-        report("importing transcripts", len(files), len(files))
-        gists: dict[str, str] = {}
-        if not no_gists:
-            for done, (session, stored) in enumerate(sessions.items()):
-                report("writing gists", done, len(sessions))
-                if stored:
-                    gists[session] = conversation.write_gist(session)
+        done = Conversation(ledger, HookParams(), lambda: None).import_transcripts(files, gists=not no_gists, progress=report)
     if as_json:
-        click.echo(json.dumps({"files": len(files), "new_turns": sessions, "gists": gists}))
+        click.echo(json.dumps({"files": done.files, "new_turns": done.new_turns, "gists": done.gists}))
         return
-    click.echo(f"imported {sum(sessions.values())} new turns from {len(files)} transcripts ({len(sessions)} sessions)")
-    for session, note in gists.items():
+    click.echo(f"imported {sum(done.new_turns.values())} new turns from {done.files} transcripts ({len(done.new_turns)} sessions)")
+    for session, note in done.gists.items():
         click.echo(f"  {session}: {note}", err=True)

@@ -414,12 +414,36 @@ class Conversation:
             return f"no gist: {exc}"
         return f"gist {gist.id} ({'new' if gist.created else 'unchanged'})"
 
-    def import_transcript(self, path: Path, session: str | None = None) -> tuple[str, int]:
-        """Read one past transcript into the ledger, with its dates; returns its session and how many turns
-        were new. Its session is the one its lines name, else the file's name."""
-        session = session or transcript_session(path)
-        stored = self.record(session, path, ("user", "assistant"), import_dates=True)
-        return session, stored
+    def import_transcripts(
+        self, files: Sequence[Path], gists: bool, progress: Callable[[str, int, int | None], None]
+    ) -> TranscriptImport:
+        """Read past transcripts into the ledger with their dates, then roll forward the gist of each session that
+        got new turns. A transcript's session is the one its lines name, else its file's name."""
+        done = TranscriptImport(files=len(files))
+        for count, path in enumerate(files):
+            progress("importing transcripts", count, len(files))
+            session = transcript_session(path)
+            try:
+                stored = self.record(session, path, ("user", "assistant"), import_dates=True)
+            except OSError as exc:
+                raise LedgerError(f"cannot read {path}: {exc.strerror or exc}") from None
+            done.new_turns[session] = done.new_turns.get(session, 0) + stored
+        progress("importing transcripts", len(files), len(files))
+        if gists:
+            for count, (session, stored) in enumerate(done.new_turns.items()):
+                progress("writing gists", count, len(done.new_turns))
+                if stored:
+                    done.gists[session] = self.write_gist(session)
+        return done
+
+
+@dataclass
+class TranscriptImport:
+    """What `import-transcripts` did: files read, new turns per session, and each written gist's note."""
+
+    files: int
+    new_turns: dict[str, int] = field(default_factory=dict)
+    gists: dict[str, str] = field(default_factory=dict)
 
 
 def transcript_session(path: Path) -> str:
