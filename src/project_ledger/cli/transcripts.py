@@ -51,6 +51,7 @@ def import_transcripts(settings: Settings, paths: tuple[Path, ...], as_json: boo
     if as_json:
         click.echo(json.dumps({"files": done.files, "new_turns": done.new_turns, "gists": done.gists}))
         return
-    click.echo(f"imported {sum(done.new_turns.values())} new turns from {done.files} transcripts ({len(done.new_turns)} sessions)")
+    sessions = len(done.new_turns)
+    click.echo(f"imported {sum(done.new_turns.values())} new turns from {done.files} transcripts ({sessions} sessions)")
     for session, note in done.gists.items():
         click.echo(f"  {session}: {note}", err=True)
