@@ -17,8 +17,17 @@ from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
 NO_AUTH_HELP = "Serve without any token (loopback only): every local account can then read and erase the memories."
 
 
-def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessService, str | None]:
-    """The access service an HTTP server checks callers with, and the owner's token (None with --no-auth).
+@dataclasses.dataclass(frozen=True)
+class OwnerToken:
+    """The owner's token of an HTTP server (None with --no-auth), and whether it may be printed: the data
+    directory's own token is shown, as Jupyter shows its own; one set by its owner stays out of logs."""
+
+    value: str | None
+    printable: bool
+
+
+def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessService, OwnerToken]:
+    """The access service an HTTP server checks callers with, and the owner's token.
 
     The token is LEDGER_AUTH_TOKEN (or its file) when set, else the data directory's `http_token`, made on
     first use: a loopback server needs one too, since every account on the machine can reach 127.0.0.1.
@@ -38,7 +47,8 @@ def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessS
     elif token is None:
         token, made = local_token(settings, Path.cwd())
         click.echo(f"{'made a new' if made else 'using the'} token kept in the data directory's http_token (mode 600)", err=True)
-    return open_access(settings, Path.cwd(), token), token
+        return open_access(settings, Path.cwd(), token), OwnerToken(token, printable=True)
+    return open_access(settings, Path.cwd(), token), OwnerToken(token, printable=False)
 
 
 @contextmanager

@@ -110,11 +110,11 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
         return
     from project_ledger.mcp.http import RateLimit, serve_http
 
-    access, token = server_access(settings, host, no_auth)
+    access, owner = server_access(settings, host, no_auth)
     app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
-    if token is not None and settings.http_token() is None:  # a token set by its owner stays out of logs
-        click.echo(f"clients send the header  Authorization: Bearer {token}", err=True)
+    if owner.printable:
+        click.echo(f"clients send the header  Authorization: Bearer {owner.value}", err=True)
     hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
     try:
         anyio.run(functools.partial(

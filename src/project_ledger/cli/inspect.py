@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.access import NO_AUTH_HELP, server_access
+from project_ledger.cli.access import NO_AUTH_HELP, OwnerToken, server_access
 from project_ledger.cli.support import ledger_errors, project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.maintenance.access import OWNER, AccessService
@@ -37,14 +37,14 @@ def inspect_command(settings: Settings, host: str, port: int, no_auth: bool) -> 
       project-ledger inspect --port 0           # any free port; the address is printed
       LEDGER_AUTH_TOKEN=$(openssl rand -hex 32) project-ledger inspect --host 0.0.0.0
     """
-    access, token = server_access(settings, host, no_auth)  # the inspector knows only the owner's token
+    access, owner = server_access(settings, host, no_auth)  # the inspector knows only the owner's token
     try:
-        _serve(settings, host, port, token, access)
+        _serve(settings, host, port, owner, access)
     finally:
         access.close()
 
 
-def _serve(settings: Settings, host: str, port: int, token: str | None, access: AccessService) -> None:
+def _serve(settings: Settings, host: str, port: int, owner: OwnerToken, access: AccessService) -> None:
     """Bind, open the ledger, and serve until interrupted; pins and forgets made on the page are audited."""
     import uvicorn
 
@@ -57,12 +57,11 @@ def _serve(settings: Settings, host: str, port: int, token: str | None, access: 
     hosts = allowed_hosts(host, port, comma_list(settings.http_allowed_hosts))
     origins = allowed_origins(host, port, comma_list(settings.http_allowed_origins))
     ledger = open_ledger(settings, Path.cwd())
-    actor = "anonymous" if token is None else OWNER
+    actor = "anonymous" if owner.value is None else OWNER
     app = inspector_app(
-        ledger, hosts=hosts, origins=origins, token=token, audit=lambda tool, ids: access.record(actor, tool, ids)
+        ledger, hosts=hosts, origins=origins, token=owner.value, audit=lambda tool, ids: access.record(actor, tool, ids)
     )
-    # the data directory's token is shown, as Jupyter shows its own; one set by its owner stays out of logs
-    query = f"?token={urllib.parse.quote(token)}" if token is not None and settings.http_token() is None else ""
+    query = f"?token={urllib.parse.quote(owner.value)}" if owner.printable and owner.value is not None else ""
     click.echo(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
