@@ -89,6 +89,15 @@ class Link:
         self.pid = pid
         self.lines: BinaryIO = sock.makefile("rb")
 
+    def open(self) -> bool:
+        """Whether the server's end is still open (its last lines may be unread)."""
+        try:
+            return self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
     def close(self) -> None:
         for close in (self.lines.close, self.sock.close):
             try:
@@ -249,6 +258,9 @@ class Proxy:
             self._initialized = line
         with self._sending:
             link = self._current()
+            if link is not None and not link.open():  # it died, and its reader has not seen it yet
+                self._lost(link)
+                link = None
             if link is None:
                 try:
                     link = self._reconnect()

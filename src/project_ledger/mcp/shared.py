@@ -57,7 +57,8 @@ class SharedServer:
         self.path = shared_server_path(data_dir, fingerprint)
         self._lock_fd: int | None = None
         self._connections = 0
-        self._quiet_since = time.monotonic()
+        self._served = False
+        self._started = self._quiet_since = time.monotonic()
         self._state: Any = None
 
     async def serve(self) -> None:
@@ -71,9 +72,9 @@ class SharedServer:
                 self._state = state
                 server = await asyncio.start_unix_server(self._session, sock=listening, limit=LINE_LIMIT)
                 log.info("shared server %d listening on %s", os.getpid(), self.path)
-                await self._until_idle(first=FIRST_CLIENT_SECONDS)
+                await self._until_idle(self.idle_seconds)
                 self._stop_listening(server)
-                await self._until_idle(first=0.0, idle=0.0)  # a client accepted just before: its session ends first
+                await self._until_idle(0.0)  # a client accepted just before: its session ends first
         finally:
             self._release()
         log.info("shared server %d stopped: no client for %gs", os.getpid(), self.idle_seconds)
@@ -121,17 +122,19 @@ class SharedServer:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    async def _until_idle(self, *, first: float, idle: float | None = None) -> None:
-        idle = self.idle_seconds if idle is None else idle
-        started = time.monotonic()
+    async def _until_idle(self, idle: float) -> None:
+        """Until no client has been connected for `idle` seconds (and the one it was started for has come, or
+        will not)."""
         while True:
             now = time.monotonic()
-            if self._connections == 0 and now - self._quiet_since >= idle and now - started >= first:
+            waited = self._served or now - self._started >= FIRST_CLIENT_SECONDS
+            if self._connections == 0 and now - self._quiet_since >= idle and waited:
                 return
             await anyio.sleep(min(1.0, max(idle, 0.05)))
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections += 1
+        self._served = True
         try:
             if not same_user(writer.get_extra_info("socket")):
                 await _send_line(writer, {"refused": "this socket answers its owner's processes only"})
