@@ -175,7 +175,7 @@ def main() -> None:
     load_after = os.getloadavg()[0]
     body = "\n".join(
         [
-            f"| `initialize` answered after spawn, median / p95 of {args.runs} | ms |",
+            f"| `initialize` answered after spawn, {args.runs} spawns each | median / p95 |",
             "|---|---|",
             f"| `serve`, a server of its own (the default) | {stats(plain)} |",
             f"| proxy, shared server already up (LEDGER_SHARED_SERVER) | {stats(warm)} |",
@@ -184,8 +184,10 @@ def main() -> None:
             f"| {CLIENTS} clients on one project, model loaded | processes | RSS sum, MB | PSS sum, MB | largest process RSS, MB |",
             "|---|---|---|---|---|",
             f"| a server each (the default) | {own['processes']} | {own['rss']:.0f} | {own['pss']:.0f} | {own['largest_rss']:.0f} |",
-            f"| proxies + one shared server | {shared['processes']} | {shared['rss']:.0f} | {shared['pss']:.0f} | "
-            f"{shared['largest_rss']:.0f} (each proxy {shared['smallest_rss']:.0f}) |",
+            (
+                f"| proxies + one shared server | {shared['processes']} | {shared['rss']:.0f} | {shared['pss']:.0f} | "
+                f"{shared['largest_rss']:.0f} (each proxy {shared['smallest_rss']:.0f}) |"
+            ),
             "",
             measured("python benchmarks/shared_server.py --write", load_before, load_after),
         ]

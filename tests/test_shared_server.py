@@ -194,7 +194,9 @@ def test_the_shared_server_exits_after_its_last_client_and_answers_unreadable_li
         process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         garbage = exchange("this is not JSON at all")
         assert garbage["id"] is None and garbage["error"]["code"] == -32700  # type: ignore[index]
-        surrogate = exchange('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"text":"\\ud83d"}}}')
+        surrogate = exchange(
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"text":"\\ud83d"}}}'
+        )
         assert surrogate["id"] == 2 and "surrogate" in surrogate["error"]["message"]  # type: ignore[index]
         pid = owner(lock_of(shared))
         assert pid is not None

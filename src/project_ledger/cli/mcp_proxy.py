@@ -129,7 +129,10 @@ class Finder:
         import fcntl
 
         deadline = time.monotonic() + START_SECONDS
-        starting = os.open(shared_server_path(self.data_dir, self.fingerprint, ".start"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            starting = os.open(shared_server_path(self.data_dir, self.fingerprint, ".start"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise Unavailable(f"cannot write the data directory {self.data_dir}: {exc}") from None
         try:
             while True:  # one proxy at a time starts a server; the others find it up when they get the lock
                 try:
@@ -140,6 +143,8 @@ class Finder:
                         raise Unavailable(f"another client has been starting the shared server for {START_SECONDS:g}s") from None
                     time.sleep(0.05)
             return self._start(deadline)
+        except OSError as exc:  # a lock, the log or the process could not be made
+            raise Unavailable(f"the shared server could not be started: {exc}") from None
         finally:
             os.close(starting)  # and with it the lock
 
@@ -365,7 +370,7 @@ def serve_through_shared(args: list[str]) -> bool:
     """Run `serve <args>` as a proxy to the project's shared server: True once the client has closed. False, with
     nothing read from stdin, when it is not to be shared or no shared server can be had; `serve` then runs here."""
     target = shared_target(args, os.environ)
-    if target is None:
+    if target is None or sys.stdin.isatty():  # started by hand: the full CLI says what it is waiting for
         return False
     finder = Finder(*target, os.environ)
     try:
