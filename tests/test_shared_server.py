@@ -48,11 +48,13 @@ def owner(lock: Path) -> int | None:
 
 
 def gone(pid: int) -> None:
-    """Wait until the process `pid` has ended (a zombie has: it holds nothing)."""
+    """Wait until the process `pid` has ended: a zombie whose threads have all exited has closed its files and
+    sockets (its main thread turns zombie first)."""
     deadline = time.monotonic() + 30
     while True:
         try:
-            if not Path(f"/proc/{pid}/cmdline").read_bytes():
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state in ("Z", "X") and len(os.listdir(f"/proc/{pid}/task")) <= 1:
                 return
         except OSError:
             return
@@ -71,6 +73,14 @@ def servers(project: Project) -> list[int]:
         if b"--shared-server" in args and os.fsencode(project.root) in args:
             found.append(int(entry.name))
     return found
+
+
+def raw_serve(project: Project) -> subprocess.Popen[bytes]:
+    """`serve` as a client starts it, for JSON-RPC lines written byte by byte."""
+    return subprocess.Popen(
+        [EXECUTABLE, "serve", "--root", str(project.root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env={**os.environ, **project.env},
+    )  # fmt: skip
 
 
 def lock_of(project: Project) -> Path:
@@ -130,6 +140,38 @@ async def test_two_clients_share_one_server_and_see_each_others_writes(shared: P
 
 
 @pytest.mark.anyio
+async def test_each_session_gets_the_session_start_pack_as_it_is_when_it_connects(shared: Project) -> None:
+    async with serve(shared) as first:
+        pinned = await first.remember("Every release is tagged from main after the changelog is updated.", pinned=True)
+        async with serve(shared) as second:
+            assert len(servers(shared)) == 1
+            assert second.instructions is not None and "tagged from main" in second.instructions
+            assert first.instructions is not None and "tagged from main" not in first.instructions
+            assert [m["id"] for m in (await second.call("recall", ids=[pinned]))["results"]] == [pinned]
+
+
+def test_clients_started_at_once_start_one_shared_server(shared: Project) -> None:
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}).encode() + b"\n"
+    processes = [raw_serve(shared) for _ in range(4)]
+    try:
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write(initialize)
+            process.stdin.flush()
+        for process in processes:
+            assert process.stdout is not None
+            assert json.loads(process.stdout.readline())["result"]["serverInfo"]["name"] == "project-ledger"
+        assert len(servers(shared)) == 1
+    finally:
+        for process in processes:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.close()
+            assert process.wait(timeout=60) == 0
+            process.stdout.close()
+
+
+@pytest.mark.anyio
 async def test_a_shared_server_killed_mid_session_is_replaced_and_nothing_stored_is_lost(shared: Project) -> None:
     async with serve(shared) as ledger:
         before = [await ledger.remember(f"Acknowledged before the kill, number {n}.") for n in range(3)]
@@ -177,10 +219,7 @@ async def test_a_proxy_with_other_settings_gets_a_server_of_its_own(shared: Proj
 
 
 def test_the_shared_server_exits_after_its_last_client_and_answers_unreadable_lines(shared: Project) -> None:
-    process = subprocess.Popen(
-        [EXECUTABLE, "serve", "--root", str(shared.root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, env={**os.environ, **shared.env},
-    )  # fmt: skip
+    process = raw_serve(shared)
     assert process.stdin is not None and process.stdout is not None
 
     def exchange(line: str) -> dict[str, object]:
