@@ -115,9 +115,15 @@ class Finder:
         self.environ = dict(environ)
         self.fingerprint = settings_fingerprint(environ)
         self.path = shared_server_path(data_dir, self.fingerprint)
+        self._spawned: list[subprocess.Popen[bytes]] = []  # servers this proxy started, reaped once they exit
+
+    def reap(self) -> None:
+        """Collect the exit status of servers this proxy started that have ended, so that none stays a zombie."""
+        self._spawned = [process for process in self._spawned if process.poll() is None]
 
     def link(self) -> Link:
         """A connection to a running shared server, started if need be; raises Unavailable."""
+        self.reap()
         link = self._hello()
         if link is not None:
             return link
@@ -181,10 +187,12 @@ class Finder:
     def _spawn(self) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "project_ledger", "serve", "--shared-server", "--root", str(self.root)]
         with open(self.log_path, "ab") as log:
-            return subprocess.Popen(
+            process = subprocess.Popen(
                 [*argv, "--data-dir", str(self.data_dir)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 cwd=self.root, env=self.environ, start_new_session=True, close_fds=True,
             )  # fmt: skip
+        self._spawned.append(process)
+        return process
 
     def _hello(self) -> Link | None:
         """A connection to the server listening now, or None when none listens (or it is going away)."""
@@ -336,6 +344,7 @@ class Proxy:
             self._link = None
             owed, self._pending = list(self._pending.values()), {}
         link.close()
+        self.finder.reap()
         for request_id in owed:
             self._write(_error(request_id, _LOST))
 
