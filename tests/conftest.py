@@ -74,8 +74,11 @@ class Project:
         return self.root / ".ledger"
 
     def server_env(self) -> dict[str, str]:
-        """HOME, and PYTHONPATH when set (so that a checkout's code is what a server process runs), plus `env`."""
-        inherited = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+        """HOME, and PYTHONPATH when set (so that a checkout's code is what a server process runs), plus `env`.
+        LEDGER_SHARED_SERVER and LEDGER_SHARED_IDLE_SECONDS pass too: with them set, every `serve` of a test module
+        goes through the shared server (`cli/mcp_proxy.py`)."""
+        passed = ("PYTHONPATH", "LEDGER_SHARED_SERVER", "LEDGER_SHARED_IDLE_SECONDS")
+        inherited = {name: os.environ[name] for name in passed if name in os.environ}
         return {"HOME": os.environ.get("HOME", str(self.root)), **inherited, **self.env}
 
     def params(self) -> StdioServerParameters:

@@ -157,6 +157,15 @@ class Settings(BaseSettings):
     )
     http_rate_window_seconds: float = Field(default=60.0, gt=0, le=3600, description="The rate limit's window.")
 
+    shared_server: bool = Field(
+        default=False,
+        description="stdio `serve` is a thin proxy to one server process shared by every client on the project "
+        "(one model and index in memory; see the README's performance section).",
+    )
+    shared_idle_seconds: float = Field(
+        default=300.0, ge=0, le=86400, description="How long the shared server outlives its last client before it exits."
+    )
+
     code_index: bool = Field(default=True, description="Index the project's source code (symbols and references).")
     watch: bool = Field(default=True, description="Keep the code index current with a file watcher while serving.")
     code_max_file_bytes: int = Field(default=1024 * 1024, ge=1, description="Larger source files are skipped.")

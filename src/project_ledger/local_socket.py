@@ -33,6 +33,8 @@ MAX_REQUEST_BYTES = 4 << 20  # a hook's input is a prompt (at most LEDGER_MAX_TE
 SUPPORTED = hasattr(socket, "AF_UNIX") and os.name == "posix"
 # Settings the two processes must agree on for one to answer for the other (see `settings_fingerprint`).
 SHARED_SETTINGS = ("LEDGER_", "QDRANT_URL", "QDRANT_API_KEY")
+# ...except those that only say how the stdio server is shared (`cli/mcp_proxy.py`): they change no answer.
+UNSHARED_SETTINGS = ("LEDGER_SHARED_",)
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -41,9 +43,22 @@ def socket_path(data_dir: Path) -> Path:
     return data_dir / SOCKET_NAME
 
 
+def shared_server_path(data_dir: Path, fingerprint: str, suffix: str = ".sock") -> Path:
+    """Where the project's shared MCP server for these settings listens (`.sock`), who owns it (`.lock`, holding
+    its pid) and who may start it (`.start`): one per settings fingerprint, so that a client never reaches a
+    server that runs with other settings than its own (see `cli/mcp_proxy.py`)."""
+    return data_dir / f"mcp-{fingerprint[:16]}{suffix}"
+
+
 def settings_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """The environment variables the ledger's settings read, names upper-cased (the settings read them so)."""
-    return tuple(sorted((key.upper(), value) for key, value in environ.items() if key.upper().startswith(SHARED_SETTINGS)))
+    return tuple(
+        sorted(
+            (key.upper(), value)
+            for key, value in environ.items()
+            if key.upper().startswith(SHARED_SETTINGS) and not key.upper().startswith(UNSHARED_SETTINGS)
+        )
+    )
 
 
 def settings_fingerprint(environ: Mapping[str, str]) -> str:
@@ -53,7 +68,7 @@ def settings_fingerprint(environ: Mapping[str, str]) -> str:
 
 
 @contextmanager
-def _address(path: Path) -> Iterator[str]:
+def address(path: Path) -> Iterator[str]:
     """An address for `path` that fits a socket address (about 100 bytes): the path itself, or, when it is longer,
     the same file reached through an open descriptor of its folder (Linux's /proc/self/fd)."""
     if len(os.fsencode(path)) < 100:
@@ -76,8 +91,8 @@ def ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] |
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(timeout)
-            with _address(path) as address:
-                conn.connect(address)
+            with address(path) as where:
+                conn.connect(where)
             conn.sendall(json.dumps(request).encode())
             conn.shutdown(socket.SHUT_WR)
             answer = json.loads(_read_all(conn, MAX_REQUEST_BYTES))
@@ -127,8 +142,8 @@ class Listener:
             self.path.unlink(missing_ok=True)  # a socket file whose lock was free is stale: its server died
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                with _address(self.path) as address:
-                    sock.bind(address)
+                with address(self.path) as where:
+                    sock.bind(where)
                 os.chmod(self.path, 0o600)
                 sock.listen(16)
             except OSError:
@@ -171,7 +186,7 @@ class Listener:
         with conn:
             try:
                 conn.settimeout(self._timeout)
-                if not _same_user(conn):
+                if not same_user(conn):
                     answer: dict[str, Any] = {"error": "this socket answers its owner's processes only"}
                 else:
                     try:
@@ -196,7 +211,7 @@ class Listener:
             return {"error": f"the server failed on this request ({type(exc).__name__}: {exc})"}
 
 
-def _same_user(conn: socket.socket) -> bool:
+def same_user(conn: socket.socket) -> bool:
     """Whether the peer runs as this process's user, where the platform says (Linux); elsewhere the socket's mode
     and the private data directory keep other accounts out."""
     credentials = getattr(socket, "SO_PEERCRED", None)

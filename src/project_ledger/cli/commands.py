@@ -84,9 +84,10 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
 @click.option("--no-auth", is_flag=True, help=NO_AUTH_HELP)
+@click.option("--shared-server", is_flag=True, hidden=True, help="The server stdio proxies share (started by them).")
 @serve_project_options
 @ledger_errors
-def serve(settings: Settings, transport: str, host: str, port: int, no_auth: bool) -> None:
+def serve(settings: Settings, transport: str, host: str, port: int, no_auth: bool, shared_server: bool) -> None:
     """Run the MCP server. Clients start the stdio one themselves; the HTTP one serves a team.
 
     \b
@@ -100,6 +101,15 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     from project_ledger.cli.serve_socket import answering_hooks
     from project_ledger.mcp.app import create_server
 
+    if shared_server:  # started by a proxy (cli/mcp_proxy.py), which passes --root and --data-dir
+        from project_ledger.config import resolve_paths
+        from project_ledger.local_socket import settings_fingerprint
+        from project_ledger.mcp.shared import serve_shared
+
+        app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks)
+        data_dir = resolve_paths(settings, Path.cwd()).data_dir
+        anyio.run(serve_shared, app, data_dir, settings_fingerprint(os.environ), settings.shared_idle_seconds)
+        return
     if transport == "stdio":
         from project_ledger.mcp.stdio import serve_stdio
 

@@ -398,6 +398,7 @@ def create_server(
         lifespan=lifespan,
         limits=ledger.limits if ledger is not None else limits(settings),
     )
+    app.instructions_now = lambda: instructions(tools, handle, roots)
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)

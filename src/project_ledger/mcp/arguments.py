@@ -13,7 +13,7 @@ error and the service's own check all read them there.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -52,6 +52,9 @@ class LedgerServer(MCPServer):
     def __init__(self, *args: Any, limits: Limits, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits
+        # The session-start pack as it is now: a server that outlives many sessions (`mcp/shared.py`) gives each its
+        # own, not the one computed when it started.
+        self.instructions_now: Callable[[], str] | None = None
         self._listed: tuple[list[Tool], list[Tool]] | None = None  # (the SDK's list, ours made from it)
 
     async def list_tools(self) -> list[Tool]:

@@ -55,7 +55,7 @@ def _refusal(exc: Exception) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
-async def _screen(
+async def screen(
     incoming: anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
     forward: ObjectSendStream[SessionMessage | Exception],
     replies: ObjectSendStream[SessionMessage],
@@ -80,6 +80,6 @@ async def serve_stdio(app: MCPServer) -> None:
     async with stdio_server() as (incoming, replies):
         forward, screened = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_screen, incoming, forward, replies)
+            tasks.start_soon(screen, incoming, forward, replies)
             await server.run(screened, replies, server.create_initialization_options())
             tasks.cancel_scope.cancel()
