@@ -4,8 +4,9 @@
 
 The corpora: the project's own conversation (`benchmarks/retrieval.py`) and the LoCoMo dev split
 (`benchmarks/locomo.py`). Each candidate setting (RRF k, dense weight, candidates per leg, the share of a BM25 hit's
-score lent to the turns next to it, `fusion.with_neighbours`, and whether BM25-only candidates get their own cosine,
-`fusion.with_meaning`) ranks every question of both; the other signals
+score lent to the turns next to it, `fusion.with_neighbours`, whether the BM25 list is the one widened with the words
+its best hits share, `fusion.with_feedback`, with the default number of hits, terms and weight, and whether BM25-only
+candidates get their own cosine, `fusion.with_meaning`) ranks every question of both; the other signals
 (recency, kinds, outdated turns) stay at their defaults. `--without-meaning` also scores every setting
 without the cosines, to show what they buy.
 
@@ -48,7 +49,7 @@ class Setting:
         meaning = "yes" if self.meaning else "no"
         return (
             f"k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} per leg, neighbour share {f.neighbour_share:g}, "
-            f"cosine for BM25-only: {meaning}"
+            f"feedback from {f.feedback_hits} hits, cosine for BM25-only: {meaning}"
         )
 
 
@@ -100,11 +101,12 @@ def locomo_corpus(tmp: Path) -> Corpus:
 # Every setting gives BM25-only candidates their cosine: besides ranking, it lets the relevance floor judge them on
 # meaning and not on shared words alone. The settings without it are scored for the record (`--without-meaning`).
 SETTINGS = [
-    Setting(FusionParams(k=k, dense_weight=w, candidates=c, neighbour_share=share), meaning=True)
-    for k, w, c, share in itertools.product((3, 5, 10), (0.6, 0.75, 1.0), (50,), (0.0, 0.3, 0.5, 0.7))
+    Setting(FusionParams(k=k, dense_weight=w, candidates=c, neighbour_share=share, feedback_hits=hits), meaning=True)
+    for k, w, c, share, hits in itertools.product((3, 5, 10), (0.6, 0.75, 1.0), (50,), (0.0, 0.3, 0.5, 0.7), (0, 3))
 ]
 SLACK = 0.01  # R@5, R@10 or MRR a corpus may lose and still count as held: about two questions of the project's 176
-DEFAULT = Setting(FusionParams(k=10, dense_weight=1.0, candidates=50), meaning=True)  # what shipped before this tuning
+# What shipped before this tuning: neighbour sharing, no feedback search.
+DEFAULT = Setting(FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.3), meaning=True)
 
 
 def choose(
