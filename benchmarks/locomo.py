@@ -38,13 +38,12 @@ from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.ranking import rank
 from project_ledger.memory.service import LedgerService
-from project_ledger.search.fusion import with_neighbours
-from project_ledger.search.index import Candidates, SearchFilter
+from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from retrieval import Pools, pools  # noqa: E402  (a sibling script, not a package)
+from retrieval import Pools, cut, pools  # noqa: E402  (a sibling script, not a package)
 
 DATA = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
 CACHE = Path(tempfile.gettempdir()) / "project-ledger-bench-locomo"
@@ -152,12 +151,9 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
         return pool.collapse([hit.seq for hit in candidates.sparse])[:depth]
     if method == "dense":
         return pool.collapse([hit.seq for hit in candidates.dense])[:depth]
-    n = max(params.fusion.candidates, depth)
-    first = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
-    cut = with_neighbours(first, pool.neighbours[i], params.fusion.neighbour_share)
     kept, _ = rank(
-        cut, pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated, cosines=pool.cosines[i],
-        exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
+        cut(pool, i, params, depth), pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated,
+        cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
     )  # fmt: skip
     return pool.collapse([item.seq for item in kept])[:depth]
 
@@ -214,10 +210,13 @@ METHODS = (
     ("dense alone", "dense"),
     ("first fusion (RRF k=20, dense ×1.5, no cosine for BM25-only candidates)", "before"),
     ("previous fusion (RRF k=10, equal weights, no neighbour sharing)", "unshared"),
+    ("neighbour sharing, no feedback search", "unwidened"),
     ("as shipped (defaults, relevance floor applied)", "shipped"),
 )
 BEFORE = FusionParams(k=20, dense_weight=1.5, candidates=50)
 UNSHARED = FusionParams(k=10, dense_weight=1.0, candidates=50)  # before turns lent their neighbours a share of BM25
+UNWIDENED = FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.3)  # before the feedback search
+FUSED = ("shipped", "before", "unshared", "unwidened")  # ranked by `rank`, with the relevance floor
 
 
 def table(bench: Locomo, params: RankingParams) -> list[str]:
@@ -226,13 +225,15 @@ def table(bench: Locomo, params: RankingParams) -> list[str]:
         "|---|" + "---|" * (len(KS) + 1 + len(CATEGORIES)),
     ]
     for name, method in METHODS:
-        floor = params.floor if method in ("shipped", "before", "unshared") else 0.0
+        floor = params.floor if method in FUSED else 0.0
         used, pool = params, bench.pool
         if method == "before":
             used, pool = replace(params, fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))
         elif method == "unshared":
             used = replace(params, fusion=UNSHARED)
-        full = "full" if method in ("shipped", "before", "unshared") else method
+        elif method == "unwidened":
+            used = replace(params, fusion=UNWIDENED)
+        full = "full" if method in FUSED else method
         overall, per = bench.score(full, used, floor=floor, pool=pool), bench.by_category(full, used, pool)
         lines.append(f"| {name} | {overall.row()} | " + " | ".join(f"{per[c]:.3f}" for c in CATEGORIES.values()) + " |")
     return lines

@@ -49,7 +49,7 @@ from project_ledger.memory.service import LedgerService
 from project_ledger.memory.validation import parse_moment
 from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse, with_neighbours
-from project_ledger.search.index import Candidates, SearchFilter
+from project_ledger.search.index import Candidates, Hit, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
 
@@ -194,6 +194,12 @@ class Pools:
     cosines: list[dict[int, float]]  # per question, every candidate's similarity to it, as `recall` computes for BM25-only ones
     exact: list[list[str]]  # per question, the identifiers it names (`text_signals.exact_terms`)
     neighbours: list[dict[int, list[int]]]  # per question, the turns next to each BM25 hit that it admits, as `recall` finds them
+    widened: list[list[Hit] | None]  # per question, the BM25 list widened by feedback (`IndexSync.widened`, default settings)
+
+    def sparse(self, i: int, fusion: FusionParams) -> list[Hit]:
+        """Question `i`'s BM25 list as a setting ranks it: the widened one where the setting asks for feedback."""
+        widened = self.widened[i]
+        return widened if fusion.feedback_hits and widened is not None else self.candidates[i].sparse
 
     def collapse(self, seqs: Sequence[int]) -> list[int]:
         return list(dict.fromkeys(self.parent_seq.get(seq, seq) for seq in seqs))
@@ -203,16 +209,25 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     embedder = ledger.sync.embedder
     vectors = [embedder.embed_query(text).tolist() for text in texts]
     candidates = [ledger.sync.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
-    around = ledger.journal.neighbours(sorted({hit.seq for c in candidates for hit in c.sparse}))
-    seqs = sorted({hit.seq for c in candidates for hit in (*c.dense, *c.sparse)} | {n for near in around.values() for n in near})
-    memories = ledger.journal.get_by_seqs(seqs)
+    fusion = RankingParams().fusion
+    firsts = ledger.journal.get_by_seqs(sorted({hit.seq for c in candidates for hit in c.sparse[: fusion.feedback_hits]}))
+    widened = [
+        ledger.sync.widened(text, [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
+        if fusion.feedback_hits and c.sparse
+        else None
+        for text, c, where in zip(texts, candidates, wheres, strict=True)
+    ]
+    sparse = [[*c.sparse, *(wide or [])] for c, wide in zip(candidates, widened, strict=True)]  # either list may be ranked
+    around = ledger.journal.neighbours(sorted({hit.seq for hits in sparse for hit in hits}))
+    listed = {hit.seq for c, hits in zip(candidates, sparse, strict=True) for hit in (*c.dense, *hits)}
+    memories = ledger.journal.get_by_seqs(sorted(listed | {n for near in around.values() for n in near}))
     neighbours = [
-        admitted_neighbours({hit.seq: around[hit.seq] for hit in c.sparse if hit.seq in around}, memories, where)
-        for c, where in zip(candidates, wheres, strict=True)
+        admitted_neighbours({hit.seq: around[hit.seq] for hit in hits if hit.seq in around}, memories, where)
+        for hits, where in zip(sparse, wheres, strict=True)
     ]
     considered = [
-        sorted(({hit.seq for hit in (*c.dense, *c.sparse)} | {n for near in nb.values() for n in near}) & memories.keys())
-        for c, nb in zip(candidates, neighbours, strict=True)
+        sorted(({hit.seq for hit in (*c.dense, *hits)} | {n for near in nb.values() for n in near}) & memories.keys())
+        for c, hits, nb in zip(candidates, sparse, neighbours, strict=True)
     ]
     cosines = [ledger.sync.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
@@ -224,14 +239,15 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
     exact = [exact_terms(text) for text in texts]
     outdated = ledger.retrieval.outdated(memories)
-    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours)
+    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened)
 
 
-def cut(candidates: Candidates, params: RankingParams, neighbours: dict[int, list[int]]) -> Candidates:
-    """The candidates a setting ranks: its number from each list, BM25 hits lending their neighbours a share (as `recall`)."""
-    n = params.fusion.candidates
-    first = Candidates(dense=candidates.dense[:n], sparse=candidates.sparse[:n])
-    return with_neighbours(first, neighbours, params.fusion.neighbour_share)
+def cut(pool: Pools, i: int, params: RankingParams, depth: int = 0) -> Candidates:
+    """The candidates a setting ranks for question `i`: its number (at least `depth`) from each list, the BM25 one
+    widened by feedback if the setting asks, its hits lending their neighbours a share (as `recall`)."""
+    n = max(params.fusion.candidates, depth)
+    first = Candidates(dense=pool.candidates[i].dense[:n], sparse=pool.sparse(i, params.fusion)[:n])
+    return with_neighbours(first, pool.neighbours[i], params.fusion.neighbour_share)
 
 
 def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingParams, floor: float = 0.0) -> list[list[int]]:
@@ -248,7 +264,7 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
         else:
             windowed = for_window(params, pool.wheres[i])
             kept, _ = rank(
-                cut(candidates, params, pool.neighbours[i]), pool.memories, pool.lexical[i], windowed, now, floor=floor,
+                cut(pool, i, params), pool.memories, pool.lexical[i], windowed, now, floor=floor,
                 outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
             )  # fmt: skip
             found.append(pool.collapse([item.seq for item in kept])[:10])
@@ -309,13 +325,11 @@ def calibrate_floor(pool: Pools, questions: list[Question], unanswerable: Pools,
         r10 = score(rankings(pool, everything, "full", params, floor), questions).r10
         empty = sum(
             not rank(
-                cut(c, params, near), unanswerable.memories, lex, params, now, floor=floor, outdated=unanswerable.outdated,
-                cosines=cos, exact_terms=exact, neighbours=near,
+                cut(unanswerable, i, params), unanswerable.memories, unanswerable.lexical[i], params, now, floor=floor,
+                outdated=unanswerable.outdated, cosines=unanswerable.cosines[i], exact_terms=unanswerable.exact[i],
+                neighbours=unanswerable.neighbours[i],
             )[0]
-            for c, lex, cos, exact, near in zip(
-                unanswerable.candidates, unanswerable.lexical, unanswerable.cosines, unanswerable.exact, unanswerable.neighbours,
-                strict=True,
-            )
+            for i in range(len(unanswerable.candidates))
         )
         lines.append(f"| {floor:.2f} | {r10:.3f} | {empty} of {len(unanswerable.candidates)} |")
         if base - r10 <= 0.02:

@@ -10,6 +10,7 @@ from project_ledger.search.fusion import (
     lent_coverage,
     positions,
     relevance,
+    with_feedback,
     with_meaning,
     with_neighbours,
 )
@@ -106,3 +107,29 @@ def test_a_turn_borrows_up_to_its_best_neighbours_score_never_past_it() -> None:
 def test_a_turn_borrows_a_share_of_its_best_neighbouring_hits_coverage() -> None:
     lent = lent_coverage({1: 1.0, 3: 0.5}, {1: [2], 3: [2, 4]}, share=0.3)
     assert lent == pytest.approx({2: 0.3, 4: 0.15})
+
+
+def test_feedback_adds_the_words_two_best_hits_share_weighted_by_their_share_of_each_hit() -> None:
+    query = SparseVec([1, 2], [1.0, 1.0])
+    top = [
+        SparseVec([1, 10, 11, 12], [1.0, 1.0, 1.0, 2.0]),  # 12 holds half of this hit
+        SparseVec([2, 10, 12], [2.0, 1.0, 1.0]),
+        SparseVec([13], [5.0]),  # one hit's own word: never added
+    ]
+    widened = with_feedback(query, top, terms=5, weight=0.5)
+    added = dict(zip(widened.indices, widened.values, strict=True))
+    # The query keeps its terms and weights; 12 (0.4 + 0.25) is the heaviest shared word, 10 (0.2 + 0.25) in proportion.
+    assert widened.indices[:2] == [1, 2] and widened.values[:2] == [1.0, 1.0]
+    assert added.keys() == {1, 2, 10, 12}
+    assert added[12] == pytest.approx(0.5)
+    assert added[10] == pytest.approx(0.5 * 0.45 / 0.65)
+
+
+def test_feedback_adds_at_most_the_asked_number_of_words_and_nothing_when_no_word_is_shared() -> None:
+    query = SparseVec([1], [1.0])
+    top = [SparseVec([5, 6, 7], [3.0, 2.0, 1.0]), SparseVec([5, 6, 7], [3.0, 2.0, 1.0])]
+    assert with_feedback(query, top, terms=2, weight=0.2).indices == [1, 5, 6]
+    alone = [SparseVec([5], [1.0]), SparseVec([6], [1.0])]
+    assert with_feedback(query, alone, terms=5, weight=0.2) is query
+    assert with_feedback(query, top, terms=5, weight=0.0) is query
+    assert with_feedback(query, [], terms=5, weight=0.2) is query

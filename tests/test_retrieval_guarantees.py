@@ -145,3 +145,35 @@ async def test_a_question_whose_words_sit_in_the_turn_before_the_answer_finds_th
         # Forgetting the turn that held the words takes its share with it: nothing it said still lifts the answer.
         await ledger.call("forget", id=ids[0])
         assert answer not in [hit["id"] for hit in await ledger.recall("Zorbelino", k=3)]
+
+
+ORCHESTRA = [  # what the question's words are said with: the orchestra, its hall
+    "Zephyrine joined the Riverside orchestra this spring; she sits with the violas.",
+    "Zephyrine says the Riverside orchestra's violas are short of players.",
+    "Zephyrine practises the viola part before every Riverside orchestra rehearsal.",
+]
+ANSWER = "The Riverside orchestra tours Norway in June."  # none of the question's words
+WEEKENDS = [  # closer to the question in meaning (where people play), and sharing none of its words either
+    "Musicians perform at the square every evening.",
+    "Football practice is on the pitch behind the school.",
+    "Board game nights are held at the corner café.",
+    "The tennis courts by the river are free before noon.",
+    "Rehearsals of the brass band moved to the old tram depot.",
+]
+
+
+async def test_the_words_the_best_hits_share_find_a_memory_that_lacks_the_questions_words(project: Project) -> None:
+    async with serve(project) as ledger:
+        hits = [await ledger.remember(text, kind="note") for text in ORCHESTRA]
+        answer = await ledger.remember(ANSWER, kind="note")
+        for text in WEEKENDS:
+            await ledger.remember(text, kind="note")
+        await ledger.settled()
+        found = [hit["id"] for hit in await ledger.recall("where does Zephyrine play", k=4, min_relevance=0)]
+        assert set(found[:3]) == set(hits)
+        assert found[3] == answer
+
+        # The widening is read from the memories there are now: with the hits forgotten, nothing lifts the answer.
+        for memory_id in hits:
+            await ledger.call("forget", id=memory_id)
+        assert answer not in [hit["id"] for hit in await ledger.recall("where does Zephyrine play", k=1, min_relevance=0)]

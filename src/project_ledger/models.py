@@ -337,7 +337,8 @@ class ExplainedHit(Record):
     dense: float | None = Field(description="Cosine similarity; null when the dense list did not find it.")
     dense_rank: int | None = Field(description="Place in the dense list, from 0.")
     bm25: float | None = Field(
-        description="BM25 score plus the share lent by the BM25 hits said next to it (a turn); null when neither found it."
+        description="BM25 score (of the query widened with the words its best hits share, when they share some) plus the "
+        "share lent by the BM25 hits said next to it (a turn); null when neither found it."
     )
     bm25_rank: int | None
     coverage: float = Field(description="Share of the query's terms it contains.")
@@ -360,7 +361,8 @@ class RecallExplanation(Record):
     k: int
     floor: float
     fusion: dict[str, float] = Field(
-        description="k, dense_weight, sparse_weight, candidates, neighbour_share (of a BM25 hit's score lent to the turns next to it)."
+        description="k, dense_weight, sparse_weight, candidates, neighbour_share (of a BM25 hit's score lent to the turns next "
+        "to it), feedback_hits (best BM25 hits whose shared words widen the BM25 search; 0: not widened)."
     )
     candidates: dict[str, int] = Field(description="How many points each list returned: dense, bm25.")
     results: list[ExplainedHit] = Field(description="What recall would return, in order (before any token budget).")

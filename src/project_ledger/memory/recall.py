@@ -153,7 +153,8 @@ class Recall:
             k=k,
             floor=self.params.floor if floor is None else floor,
             fusion={"k": fusion.k, "dense_weight": fusion.dense_weight, "sparse_weight": fusion.sparse_weight,
-                    "candidates": max(fusion.candidates, k), "neighbour_share": fusion.neighbour_share},
+                    "candidates": max(fusion.candidates, k), "neighbour_share": fusion.neighbour_share,
+                    "feedback_hits": fusion.feedback_hits},
             candidates={"dense": len(found.dense), "bm25": len(found.sparse)},
             results=[_explained(r, "returned") for r in collapsed[:k]],
             not_returned=[
@@ -239,12 +240,19 @@ class Recall:
             dense = embedder.embed_query(query).tolist()
         elif not lexical:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
-        found = self.sync.candidates(query, dense, where, max(self.params.fusion.candidates, k))
-        nearby: dict[int, list[int]] = {}
+        fusion = self.params.fusion
+        limit = max(fusion.candidates, k)
+        found = self.sync.candidates(query, dense, where, limit)
         fetched: dict[int, Memory] = {}
-        if share := self.params.fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
+        if fusion.feedback_hits and found.sparse:  # a second BM25 search, widened with the words its best hits share
+            fetched = self.journal.get_by_seqs([hit.seq for hit in found.sparse[: fusion.feedback_hits]])
+            top = [fetched[hit.seq].text for hit in found.sparse[: fusion.feedback_hits] if hit.seq in fetched]
+            if (widened := self.sync.widened(query, top, where, limit, fusion)) is not None:
+                found = Candidates(dense=found.dense, sparse=widened)
+        nearby: dict[int, list[int]] = {}
+        if share := fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
             around = self.journal.neighbours([hit.seq for hit in found.sparse])
-            fetched = self.journal.get_by_seqs(sorted({seq for near in around.values() for seq in near}))
+            fetched |= self.journal.get_by_seqs(sorted({seq for near in around.values() for seq in near} - fetched.keys()))
             nearby = admitted_neighbours(around, fetched, where)
             found = with_neighbours(found, nearby, share)
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}

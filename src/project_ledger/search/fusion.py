@@ -73,6 +73,33 @@ def lent_coverage(lexical: Mapping[int, float], neighbours: Mapping[int, Sequenc
     return lent
 
 
+def with_feedback(query: SparseVec, top: Sequence[SparseVec], terms: int, weight: float) -> SparseVec:
+    """The BM25 query widened with the words its best hits share (pseudo-relevance feedback), for a second search.
+
+    A question names one side of what it asks about ("what activities does Melanie do"); the turns that answer it
+    use other words ("pottery class", "camping"). The first search's best hits (`top`, their term vectors) hold
+    some of those words. A term counts only if at least two of them hold it, so one hit's topic does not steer
+    the search; each term's weight is its share of each hit's terms, summed, and the `terms` heaviest are added
+    at up to `weight` (the heaviest at `weight`, the others in proportion) beside the query's own terms, which
+    keep theirs. The engine weighs every term by its rarity, as it does the query's.
+    """
+    own = dict(zip(query.indices, query.values, strict=True))
+    mass: dict[int, float] = {}
+    held: dict[int, int] = {}
+    for vector in top:
+        total = sum(vector.values) or 1.0
+        for index, value in zip(vector.indices, vector.values, strict=True):
+            if index not in own:
+                mass[index] = mass.get(index, 0.0) + value / total
+                held[index] = held.get(index, 0) + 1
+    shared = sorted(((m, index) for index, m in mass.items() if held[index] >= 2), key=lambda pair: (-pair[0], pair[1]))[:terms]
+    if not shared or not weight:
+        return query
+    heaviest = shared[0][0]
+    added = {index: weight * m / heaviest for m, index in shared}
+    return SparseVec([*own, *added], [*own.values(), *added.values()])
+
+
 def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
     """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0."""
     scores: dict[int, float] = {}

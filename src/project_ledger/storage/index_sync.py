@@ -28,9 +28,10 @@ from typing import Literal
 
 from project_ledger.errors import IndexUnavailable, LedgerError
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
-from project_ledger.search.fusion import coverage
-from project_ledger.search.index import Candidates, Compactable, IndexDoc, SearchFilter, SearchIndex
-from project_ledger.search.sparse import SparseEncoder
+from project_ledger.search.fusion import coverage, with_feedback
+from project_ledger.search.index import Candidates, Compactable, Hit, IndexDoc, SearchFilter, SearchIndex
+from project_ledger.search.sparse import SparseEncoder, SparseVec
+from project_ledger.search.tuning import FusionParams
 from project_ledger.storage.journal import Change, Journal, utc_now
 from project_ledger.worker import Opening, Worker
 
@@ -210,11 +211,28 @@ class IndexSync:
         `IndexUnavailable`: searches say so, and a write's near-duplicate check is skipped rather than failing it.
         """
         index = self.index()
+        assert self._encoder is not None
+        return self._search(index, dense, self._encoder.query(query), where, limit)
+
+    def widened(self, query: str, top: list[str], where: SearchFilter, limit: int, params: FusionParams) -> list[Hit] | None:
+        """The BM25 hits of `query` widened with the words the texts of its best hits share (`fusion.with_feedback`);
+        None when no word is shared by two of them, so there is nothing to widen it with."""
+        index = self.index()
+        assert self._encoder is not None
+        asked = self._encoder.query(query)
+        hits = [self._encoder.document(text) for text in top]
+        wanted = with_feedback(asked, hits, params.feedback_terms, params.feedback_weight)
+        if len(wanted.indices) == len(asked.indices):
+            return None
+        return self._search(index, None, wanted, where, limit).sparse
+
+    def _search(
+        self, index: SearchIndex, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int
+    ) -> Candidates:
         try:
             with self._lock, index.sync_lock():
                 self._apply(index)
-                assert self._encoder is not None
-                return index.candidates(dense, self._encoder.query(query), where.conditions(), limit)
+                return index.candidates(dense, sparse, where.conditions(), limit)
         except LedgerError:
             raise
         except Exception as exc:
