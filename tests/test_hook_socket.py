@@ -151,9 +151,21 @@ def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(
         refused = run_cli(project, "recall", "anything", "-k", "0")
         assert refused.returncode == 1 and "k" in refused.stderr and "Traceback" not in refused.stderr
 
+        # A remember the server answers opens no index slot here; it is committed, checked against the server's
+        # index for near-duplicates, and refused with the ledger's own one-line error.
+        loaded = loaded_by(project, tmp_path, "remember", "Export retries give up after five attempts", "--root", str(project.root))
+        assert "qdrant_edge" not in loaded
+        stored = cli(project, "remember", "Invoice PDFs are rendered by WeasyPrint", "--kind", "decision", "--json")
+        assert stored["created"]
+        assert stored["id"] in [hit["id"] for hit in cli(project, "recall", "which library renders invoice PDFs", "--json")["results"]]
+        again = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision", "--json")
+        assert not again["created"] and again["duplicate_of"] == decision
+        bad_kind = run_cli(project, "remember", "anything", "--kind", "mood")
+        assert bad_kind.returncode == 1 and "mood" in bad_kind.stderr and "Traceback" not in bad_kind.stderr
+
         path = socket_path(project.data_dir)
-        answer = ask(path, {"kind": "remember"}, timeout=60)
-        assert answer is not None and "'kind' must be 'hook' or 'recall'" in answer["error"]
+        answer = ask(path, {"kind": "forget"}, timeout=60)
+        assert answer is not None and "'kind' must be one of 'hook', 'recall', 'remember'" in answer["error"]
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(60)
             conn.connect(str(path))

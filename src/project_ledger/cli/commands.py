@@ -146,9 +146,20 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    with opened_services(settings) as services:
-        services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
-        result = services.ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
+    from project_ledger.cli.serve_client import remember_from_server
+    from project_ledger.config import resolve_paths
+    from project_ledger.models import RememberResult
+
+    arguments = {"text": text, "kind": kind, "tags": list(tags), "session": session, "pinned": pinned, "supersedes": supersedes}
+    served = remember_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments)  # its index is open already
+    if served is not None and "failed" in served:
+        raise click.ClickException(served["failed"])
+    if served is not None:
+        result = RememberResult.model_validate(served["result"])
+    else:
+        with opened_services(settings) as services:
+            services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
+            result = services.ledger.remember(**arguments)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
