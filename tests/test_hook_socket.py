@@ -153,12 +153,15 @@ def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(
 
         # A remember the server answers opens no index slot here; it is committed, checked against the server's
         # index for near-duplicates, and refused with the ledger's own one-line error.
-        loaded = loaded_by(project, tmp_path, "remember", "Export retries give up after five attempts", "--root", str(project.root))
+        root = str(project.root)
+        loaded = loaded_by(project, tmp_path, "remember", "Export retries give up after five attempts", "--root", root)
         assert "qdrant_edge" not in loaded
         stored = cli(project, "remember", "Invoice PDFs are rendered by WeasyPrint", "--kind", "decision", "--json")
         assert stored["created"]
-        assert stored["id"] in [hit["id"] for hit in cli(project, "recall", "which library renders invoice PDFs", "--json")["results"]]
-        again = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision", "--json")
+        found = cli(project, "recall", "which library renders invoice PDFs", "--json")["results"]
+        assert stored["id"] in [hit["id"] for hit in found]
+        same = "Invoice exports retry with exponential backoff: 250ms doubling to 8s"
+        again = cli(project, "remember", same, "--kind", "decision", "--json")
         assert not again["created"] and again["duplicate_of"] == decision
         bad_kind = run_cli(project, "remember", "anything", "--kind", "mood")
         assert bad_kind.returncode == 1 and "mood" in bad_kind.stderr and "Traceback" not in bad_kind.stderr

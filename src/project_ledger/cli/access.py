@@ -14,8 +14,6 @@ from project_ledger.cli.support import ledger_errors, project_options
 from project_ledger.config import Settings
 from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
 
-NO_AUTH_HELP = "Serve without any token (loopback only): every local account can then read and erase the memories."
-
 
 def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessService, str | None]:
     """The access service an HTTP server checks callers with, and the owner's token (None with --no-auth).
