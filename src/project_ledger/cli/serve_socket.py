@@ -69,6 +69,8 @@ def ledger_answer(kind: str, request: dict[str, Any], served: Callable[[], Ledge
         return {"declined": f"this server's ledger is not open: {exc}"}
     if ledger.paths.data_dir != Path(data_dir):
         return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
+    if kind == "remember" and not ledger.index_ready():  # the command alone checks near-duplicates in a slot of its own
+        return {"declined": "this server's search index is not open, so it would skip the near-duplicate check"}
     call = ledger.recall if kind == "recall" else ledger.remember
     try:
         return {"result": call(**arguments).model_dump(mode="json")}
