@@ -8,7 +8,8 @@ Each run is `python -m project_ledger <command> --root <project>`, timed from sp
 CPU time of the process (user + system), which a loaded machine disturbs less. The ledger is the synthetic journal
 of `performance.py` (stored vectors, so a catching-up index reads them) in a project with a small source tree,
 indexed once. Each command's index slot is built before timing. For scale: starting Python, and importing the CLI.
-Then `recall` is timed again with the project's `serve` up (it answers over its local socket, its model loaded).
+Then `recall` and `remember` are timed again with the project's `serve` up (it answers both over its local socket,
+its model loaded and its index open).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def main() -> None:
             "for scale: importing the CLI": [sys.executable, "-c", "import project_ledger.cli.commands"],
         }
         served = "`recall` with `serve` up (answered by the server, its model loaded)"
-        walls: dict[str, list[float]] = {name: [] for name in [*commands, served, *scale]}
+        served_remember = "`remember` with `serve` up (answered by the server once committed)"
+        walls: dict[str, list[float]] = {name: [] for name in [*commands, served, served_remember, *scale]}
         cpus: dict[str, list[float]] = {name: [] for name in walls}
         for n in range(args.runs):  # interleaved, so that a burst of load falls on every command alike
             for name, argv in [*((k, [*ledger, *(a.format(n=n) for a in v)]) for k, v in commands.items()), *scale.items()]:
@@ -95,10 +97,13 @@ def main() -> None:
 
             if recall_from_server((root / ".ledger").resolve(), {"query": "warm up"}) is None:
                 raise SystemExit("the running serve did not answer a recall")
-            for _ in range(args.runs):
+            for n in range(args.runs):
                 wall, cpu, _ = timed([*ledger, *commands["`recall`, no server (model loaded, hybrid search)"]], root)
                 walls[served].append(wall)
                 cpus[served].append(cpu)
+                wall, cpu, _ = timed([*ledger, "remember", f"Served export run {n} retried twice", *where], root)
+                walls[served_remember].append(wall)
+                cpus[served_remember].append(cpu)
     load_after = os.getloadavg()
 
     def ms(values: list[float]) -> str:

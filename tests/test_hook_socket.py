@@ -135,6 +135,18 @@ def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(proj
     assert [(role, text) for role, text in turns(project)] == [("user", "How do invoice export retries back off?")]
 
 
+def test_a_server_without_an_open_index_leaves_a_remember_to_the_command(project: Project, tmp_path: Path) -> None:
+    # Nothing listens there: the server's index cannot open, so it would skip the near-duplicate check; it declines,
+    # and the command works alone (and says itself that it could not check).
+    project.env["QDRANT_URL"] = "http://127.0.0.1:9"
+    with running_serve(project, tmp_path):
+        root = str(project.root)
+        loaded = loaded_by(project, tmp_path, "remember", "Export retries give up after five attempts", "--root", root)
+        assert "qdrant_client" in loaded  # the command tried an index of its own
+        result = cli(project, "remember", "Invoice PDFs are rendered by WeasyPrint", "--kind", "decision", "--json")
+        assert result["created"] and "near-duplicate check skipped" in result["note"]
+
+
 def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(project: Project, tmp_path: Path) -> None:
     decision = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
     with running_serve(project, tmp_path):
@@ -151,9 +163,24 @@ def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(
         refused = run_cli(project, "recall", "anything", "-k", "0")
         assert refused.returncode == 1 and "k" in refused.stderr and "Traceback" not in refused.stderr
 
+        # A remember the server answers opens no index slot here; it is committed, checked against the server's
+        # index for near-duplicates, and refused with the ledger's own one-line error.
+        root = str(project.root)
+        loaded = loaded_by(project, tmp_path, "remember", "Export retries give up after five attempts", "--root", root)
+        assert "qdrant_edge" not in loaded
+        stored = cli(project, "remember", "Invoice PDFs are rendered by WeasyPrint", "--kind", "decision", "--json")
+        assert stored["created"]
+        found = cli(project, "recall", "which library renders invoice PDFs", "--json")["results"]
+        assert stored["id"] in [hit["id"] for hit in found]
+        same = "Invoice exports retry with exponential backoff: 250ms doubling to 8s"
+        again = cli(project, "remember", same, "--kind", "decision", "--json")
+        assert not again["created"] and again["duplicate_of"] == decision
+        bad_kind = run_cli(project, "remember", "anything", "--kind", "mood")
+        assert bad_kind.returncode == 1 and "mood" in bad_kind.stderr and "Traceback" not in bad_kind.stderr
+
         path = socket_path(project.data_dir)
-        answer = ask(path, {"kind": "remember"}, timeout=60)
-        assert answer is not None and "'kind' must be 'hook' or 'recall'" in answer["error"]
+        answer = ask(path, {"kind": "forget"}, timeout=60)
+        assert answer is not None and "'kind' must be one of 'hook', 'recall', 'remember'" in answer["error"]
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(60)
             conn.connect(str(path))

@@ -3,17 +3,21 @@
 Every option can come from a `LEDGER_*` environment variable. The Qdrant server
 options also accept the unprefixed `QDRANT_URL` / `QDRANT_API_KEY` that Qdrant's
 own tools use.
+
+The variables are read here, by name, rather than through pydantic-settings: every CLI call and hook is a new
+process, and that package's import (asyncio among it) cost about 40 ms of each one.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from project_ledger.project_root import DATA_DIR_NAME, find_project_root
 from project_ledger.search.tuning import RankingParams
@@ -21,10 +25,21 @@ from project_ledger.search.tuning import RankingParams
 # What Qdrant accepts in a collection name and a shell or URL needs no quoting for.
 COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
 IndexKind = Literal["memories", "code"]
+ENV_PREFIX = "LEDGER_"
+# Options read from other variables than LEDGER_<NAME>, the first one set winning.
+ENV_NAMES: dict[str, tuple[str, ...]] = {
+    "qdrant_url": ("LEDGER_QDRANT_URL", "QDRANT_URL"),
+    "qdrant_api_key": ("LEDGER_QDRANT_API_KEY", "QDRANT_API_KEY"),
+}
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LEDGER_", extra="ignore")
+class Settings(BaseModel):
+    """Values given here (the CLI's options) win over the environment's, which win over the defaults."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**environment_values(os.environ), **values})
 
     root: Path | None = Field(
         default=None, description="Project root. Default: git top-level of the working directory, else the working directory."
@@ -37,14 +52,8 @@ class Settings(BaseSettings):
     embed_model_path: Path | None = Field(default=None, description="A local directory holding the fastembed model files.")
     embed_threads: int | None = Field(default=None, ge=1, description="Cores used for embedding, one ONNX thread each. Default: all cores.")
 
-    qdrant_url: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("LEDGER_QDRANT_URL", "QDRANT_URL"),
-        description="Use a Qdrant server or cluster instead of the embedded index.",
-    )
-    qdrant_api_key: str | None = Field(
-        default=None, validation_alias=AliasChoices("LEDGER_QDRANT_API_KEY", "QDRANT_API_KEY"), description="API key for qdrant_url."
-    )
+    qdrant_url: str | None = Field(default=None, description="Use a Qdrant server or cluster instead of the embedded index.")
+    qdrant_api_key: str | None = Field(default=None, description="API key for qdrant_url.")
     qdrant_path: Path | None = Field(
         default=None, description="qdrant-client local mode folder (development and tests of the server backend)."
     )
@@ -202,6 +211,18 @@ class Settings(BaseSettings):
             except OSError as exc:
                 raise ValueError(f"cannot read LEDGER_AUTH_TOKEN_FILE {self.auth_token_file}: {exc.strerror}") from None
         return self.auth_token.get_secret_value() if self.auth_token else None
+
+
+def environment_values(environ: Mapping[str, str]) -> dict[str, str]:
+    """The options set in `environ`, by option name; variable names in any case, as the shell's may be."""
+    upper = {key.upper(): value for key, value in environ.items() if key.upper().startswith((ENV_PREFIX, "QDRANT_"))}
+    found: dict[str, str] = {}
+    for name in Settings.model_fields:
+        for variable in ENV_NAMES.get(name, (f"{ENV_PREFIX}{name.upper()}",)):
+            if variable in upper:
+                found[name] = upper[variable]
+                break
+    return found
 
 
 def comma_list(value: str) -> list[str]:

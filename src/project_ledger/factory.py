@@ -14,7 +14,6 @@ from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeStore
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
-from project_ledger.maintenance.access import AccessService
 from project_ledger.maintenance.service import MaintenanceService, Services
 from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
@@ -27,7 +26,8 @@ from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded when used: most CLI commands need neither
+    from project_ledger.maintenance.access import AccessService
     from project_ledger.maintenance.migration import Openers
 
 PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
@@ -295,6 +295,8 @@ def migration_openers(cwd: Path) -> Openers:
 
 def open_access(settings: Settings, cwd: Path, owner_token: str | None = None) -> AccessService:
     """Tokens and the audit trail of this project (in its journal file), recognising `owner_token` as the owner."""
+    from project_ledger.maintenance.access import AccessService
+
     paths = resolve_paths(settings, cwd)
     prepare_data_dir(paths)
     return AccessService.open(paths.journal, owner_token, settings.journal_wait_seconds)

@@ -14,8 +14,6 @@ from project_ledger.cli.support import ledger_errors, project_options
 from project_ledger.config import Settings
 from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
 
-NO_AUTH_HELP = "Serve without any token (loopback only): every local account can then read and erase the memories."
-
 
 @dataclasses.dataclass(frozen=True)
 class OwnerToken:

@@ -18,9 +18,16 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.access import NO_AUTH_HELP, audit_local, server_access
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
-from project_ledger.cli.support import LedgerGroup, ledger_errors, opened, opened_services, project_options, serve_project_options
+from project_ledger.cli.support import (
+    NO_AUTH_HELP,
+    LedgerGroup,
+    ledger_errors,
+    opened,
+    opened_services,
+    project_options,
+    serve_project_options,
+)
 from project_ledger.config import Settings, comma_list
 from project_ledger.text.wording import plural
 
@@ -98,6 +105,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     """
     import anyio
 
+    from project_ledger.cli.access import server_access
     from project_ledger.cli.serve_socket import answering_hooks
     from project_ledger.mcp.app import create_server
 
@@ -156,9 +164,20 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    with opened_services(settings) as services:
-        services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
-        result = services.ledger.remember(text, kind=kind, tags=list(tags), session=session, pinned=pinned, supersedes=supersedes)
+    from project_ledger.cli.serve_client import remember_from_server
+    from project_ledger.config import resolve_paths
+    from project_ledger.models import RememberResult
+
+    arguments = {"text": text, "kind": kind, "tags": list(tags), "session": session, "pinned": pinned, "supersedes": supersedes}
+    served = remember_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments)  # its index is open already
+    if served is not None and "failed" in served:
+        raise click.ClickException(served["failed"])
+    if served is not None:
+        result = RememberResult.model_validate(served["result"])
+    else:
+        with opened_services(settings) as services:
+            services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
+            result = services.ledger.remember(**arguments)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -335,6 +354,8 @@ def reindex(settings: Settings) -> None:
     Example:
       project-ledger reindex
     """
+    from project_ledger.cli.access import audit_local
+
     started = time.perf_counter()
     with opened_services(settings, index=True) as services, progress_bars() as report:
         services.maintenance.embed_memories(report)  # loads the model only when a memory has no vector
@@ -428,6 +449,8 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
       project-ledger import ledger-backup.jsonl
       gunzip -c ledger-backup.jsonl.gz | project-ledger import -
     """
+    from project_ledger.cli.access import audit_local
+
     try:
         size = None if str(source) == "-" else source.stat().st_size
         with click.open_file(str(source), encoding="utf-8") as lines, opened(settings) as ledger, progress_bars() as report:

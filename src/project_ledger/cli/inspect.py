@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.access import NO_AUTH_HELP, OwnerToken, server_access
-from project_ledger.cli.support import ledger_errors, project_options
+from project_ledger.cli.access import OwnerToken, server_access
+from project_ledger.cli.support import NO_AUTH_HELP, ledger_errors, project_options
 from project_ledger.config import Settings, comma_list
 from project_ledger.maintenance.access import OWNER, AccessService
 

@@ -9,7 +9,8 @@ otherwise it declines. No server, a stale socket, a decline, a timeout or any fa
 the work itself, with its input as it was read.
 
 `recall` takes the same way from inside its command, once its settings are read: the server's model is loaded
-already, which is most of a CLI recall's time.
+already, which is most of a CLI recall's time. So does `remember`: the server's index is open and caught up for the
+near-duplicate check, where the command alone would open, catch up and flush an index slot of its own.
 
 A session start is answered before that, when the pack the last one printed is still what it would print
 (`start_pack.py`): SessionStart fires before the agent's server is up.
@@ -104,13 +105,26 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
 
 
 RECALL_SECONDS = 10.0  # a recall may wait for the server's index to open or its model to finish loading
+# Past the journal's write-lock wait (LEDGER_JOURNAL_WAIT_SECONDS, 15 s by default), so that a server that took the
+# request answers it, stored or refused, before the command gives up and stores it itself. Even then it is stored
+# once: the journal finds the same text of the same kind and session already there.
+REMEMBER_SECONDS = 30.0
 
 
 def recall_from_server(data_dir: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """The running server's recall for `arguments` on the ledger in `data_dir`: `{"result": ...}` (the recall
     result as JSON) or `{"failed": why}` (the ledger refused the arguments); None when no server answers for it."""
-    request = {"kind": "recall", "data_dir": str(data_dir), "arguments": arguments, "settings": settings_fingerprint(os.environ)}
-    answer = ask(socket_path(data_dir), request, RECALL_SECONDS)
+    return _ledger_call("recall", data_dir, arguments, RECALL_SECONDS)
+
+
+def remember_from_server(data_dir: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """As `recall_from_server`, for a remember; a result comes back once the memory is committed to the journal."""
+    return _ledger_call("remember", data_dir, arguments, REMEMBER_SECONDS)
+
+
+def _ledger_call(kind: str, data_dir: Path, arguments: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    request = {"kind": kind, "data_dir": str(data_dir), "arguments": arguments, "settings": settings_fingerprint(os.environ)}
+    answer = ask(socket_path(data_dir), request, timeout)
     if answer is None or not ("result" in answer or isinstance(answer.get("failed"), str)):
         return None
     return answer

@@ -1,9 +1,10 @@
-"""`serve`'s side of the short way: it answers the hooks, and CLI recalls, of the project it serves on its local
-socket (`cli/serve_client.py` is the other side).
+"""`serve`'s side of the short way: it answers the hooks, and CLI recalls and remembers, of the project it serves on
+its local socket (`cli/serve_client.py` is the other side).
 
 While the agent's session is up, its `serve` has the journal, the index, the tokenizer and the model open. A hook
 sent here is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger,
-and the answer goes back once the journal write is committed; a recall is the ledger's own `recall`. The server
+and the answer goes back once the journal write is committed; a recall or a remember is the ledger's own method,
+and a remember's answer, too, goes back only once its journal write is committed. The server
 declines (and the caller works alone) when it runs with other `LEDGER_*` settings than the caller, or when the
 caller's ledger is not the one it serves.
 
@@ -36,38 +37,47 @@ log = logging.getLogger(__name__)
 FOLLOW_SECONDS = 2.0  # how often the socket checks which project is served, and whether it may listen
 
 
-RECALL_ARGUMENTS = frozenset({"query", "k", "kinds", "tags", "since", "until", "min_relevance"})
+# The ledger methods the CLI may call here, with the arguments each takes.
+LEDGER_CALLS = {
+    "recall": frozenset({"query", "k", "kinds", "tags", "since", "until", "min_relevance"}),
+    "remember": frozenset({"text", "kind", "tags", "session", "pinned", "supersedes"}),
+}
+KINDS = ("hook", *LEDGER_CALLS)
 
 
 def answer(request: dict[str, Any], served: Callable[[], LedgerService], fingerprint: str) -> dict[str, Any]:
-    """The answer to one request on the socket (see `hook_answer` and `recall_answer`); `{"declined": why}` or
+    """The answer to one request on the socket (see `hook_answer` and `ledger_answer`); `{"declined": why}` or
     `{"error": why}` send the caller to do its own work."""
     kind = request.get("kind")
-    if kind not in ("hook", "recall"):
-        return {"error": "a request's 'kind' must be 'hook' or 'recall'"}
+    if kind not in KINDS:
+        return {"error": f"a request's 'kind' must be one of {', '.join(repr(k) for k in KINDS)}"}
     if request.get("settings") != fingerprint:
         return {"declined": f"the {kind} runs with other LEDGER_* settings than this server"}
-    return hook_answer(request, served) if kind == "hook" else recall_answer(request, served)
+    return hook_answer(request, served) if kind == "hook" else ledger_answer(kind, request, served)
 
 
-def recall_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
-    """`{"result": ...}`, the served ledger's recall as JSON, or `{"failed": why}` when the ledger refuses the
-    arguments (the CLI says why, as it would have itself)."""
+def ledger_answer(kind: str, request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+    """`{"result": ...}`, the served ledger's `recall` or `remember` as JSON, or `{"failed": why}` when the ledger
+    refuses the arguments (the CLI says why, as it would have itself). A remember is answered once it is committed."""
+    allowed = LEDGER_CALLS[kind]
     arguments, data_dir = request.get("arguments"), request.get("data_dir")
-    if not isinstance(arguments, dict) or not isinstance(data_dir, str) or not set(arguments) <= RECALL_ARGUMENTS:
-        return {"error": f"a recall request needs 'data_dir' (a path) and 'arguments' (some of {', '.join(sorted(RECALL_ARGUMENTS))})"}
+    if not isinstance(arguments, dict) or not isinstance(data_dir, str) or not set(arguments) <= allowed:
+        return {"error": f"a {kind} request needs 'data_dir' (a path) and 'arguments' (some of {', '.join(sorted(allowed))})"}
     try:
         ledger = served()
     except LedgerError as exc:
         return {"declined": f"this server's ledger is not open: {exc}"}
     if ledger.paths.data_dir != Path(data_dir):
         return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
+    if kind == "remember" and not ledger.index_ready():  # the command alone checks near-duplicates in a slot of its own
+        return {"declined": "this server's search index is not open, so it would skip the near-duplicate check"}
+    call = ledger.recall if kind == "recall" else ledger.remember
     try:
-        return {"result": ledger.recall(**arguments).model_dump(mode="json")}
+        return {"result": call(**arguments).model_dump(mode="json")}
     except LedgerError as exc:
         return {"failed": str(exc)}
     except TypeError as exc:  # an argument of the wrong type
-        return {"error": f"bad recall arguments: {exc}"}
+        return {"error": f"bad {kind} arguments: {exc}"}
 
 
 def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the services (and what they import) load when a command ope
     from project_ledger.memory.service import LedgerService
 
 F = TypeVar("F", bound=Callable[..., Any])
+NO_AUTH_HELP = "Serve without any token (loopback only): every local account can then read and erase the memories."
 CLOSED_PIPE_STATUS = 141  # 128 + SIGPIPE (13 on Linux and macOS; Windows has no signal to name it)
 
 

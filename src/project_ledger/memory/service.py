@@ -147,6 +147,11 @@ class LedgerService:
             raise InvalidArgument("the code index is turned off (LEDGER_CODE_INDEX=false)")
         return self.code
 
+    def index_ready(self) -> bool:
+        """Whether the search index is open, so that a write gets its near-duplicate check (`remember` skips it, and
+        says so, while the index opens)."""
+        return self.sync.state() == "ready"
+
     # -- writes ----------------------------------------------------------------
 
     def remember(

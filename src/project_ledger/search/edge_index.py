@@ -281,11 +281,16 @@ class EdgeIndex:
                     lock.release()
 
     def close(self) -> None:
+        """Closing flushes the shard (the engine documents it), so the state file is written after it, as `_persist`
+        writes it after a flush: one flush, not two, which is most of a short-lived CLI command's close."""
         try:
             try:
                 if self._unsaved:
-                    self._persist()
+                    self._require_space()
                 self._shard.close()
+                if self._unsaved:
+                    self._state.save()
+                    self._unsaved = False
             except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there
                 pass
         finally:

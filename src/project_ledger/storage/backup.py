@@ -23,7 +23,7 @@ VERSION = 1
 
 
 class ExportHeader(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     format: Literal["project-ledger-export"]
     version: Literal[1]
@@ -34,7 +34,7 @@ class ExportHeader(BaseModel):
 
 
 class ExportedLink(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     target: Literal["file", "symbol"]
     path: str
@@ -43,7 +43,7 @@ class ExportedLink(BaseModel):
 
 
 class ExportedSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(min_length=1)
     relation: Literal["captured", "cites", "covers"]
@@ -53,7 +53,7 @@ class ExportedMemory(Memory):
     """One memory as exported: every journal column (`Memory`), its code links and its sources; a tombstone has
     `deleted_at` and an empty text. Unknown keys are refused, so an edited or foreign line imports nothing."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(min_length=1, max_length=64)
     kind: Kind
