@@ -30,8 +30,10 @@ from project_ledger.search.onnx_edit import (
     _fields,
     _length_field,
     _Node,
+    fused_gelus,
     gather_before_dequantize,
     integer_matmuls,
+    without_nan_guards,
 )
 
 from .conftest import shared_embedder
@@ -133,12 +135,39 @@ def test_code_symbols_get_their_own_identity_integer_products_and_a_128_token_cu
     assert not np.array_equal(*model.embed_documents([head, longer]))  # the memories' way reads 256
 
 
-def test_the_integer_product_edit_replaces_each_weight_matmul_and_refuses_other_graphs() -> None:
-    edited = integer_matmuls(gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS))
-    graph = next(f for f in _fields(memoryview(edited)) if f.number == MODEL_GRAPH)
-    kinds = [_Node.parse(f.payload).op_type for f in _fields(graph.payload) if f.number == GRAPH_NODE]
+def node_kinds(model: bytes) -> list[str]:
+    graph = next(f for f in _fields(memoryview(model)) if f.number == MODEL_GRAPH)
+    return [_Node.parse(f.payload).op_type for f in _fields(graph.payload) if f.number == GRAPH_NODE]
+
+
+def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_other_graphs() -> None:
+    plain = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
+    edited = integer_matmuls(plain)
+    kinds = node_kinds(edited)
     assert kinds.count("DynamicQuantizeMatMul") == 6 * 6  # six layers: query, key, value, output, two feed-forward
     assert kinds.count("MatMul") == 2 * 6  # attention's two products, on activations
-    node = _Node(["x", "y"], ["z"], "add", "Add").encode()
-    with pytest.raises(ValueError, match="no MatMul of int8 weights"):
-        integer_matmuls(_length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, node)))
+    fused = node_kinds(fused_gelus(edited))
+    assert fused.count("Gelu") == 6 and "Erf" not in fused and len(fused) == len(kinds) - 6 * 4
+    other = _length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, _Node(["x", "y"], ["z"], "add", "Add").encode()))
+    for edit, message in ((integer_matmuls, "no MatMul of int8 weights"), (fused_gelus, "no GELU"), (without_nan_guards, "no Where")):
+        with pytest.raises(ValueError, match=message):
+            edit(other)
+
+
+def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() -> None:
+    import onnxruntime as ort
+
+    original = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
+    edited = without_nan_guards(original)
+    assert node_kinds(original).count("IsNaN") == 6 and "IsNaN" not in node_kinds(edited)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(1000, 30522, size=(4, 40), dtype=np.int64)
+    ids[:, 0] = 101
+    mask = np.ones_like(ids)
+    for row, length in enumerate((40, 23, 3, 2)):  # down to [CLS] and one token: most of the batch is padding
+        mask[row, length:] = 0
+    inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    outputs = [
+        ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)[0] for model in (original, edited)
+    ]
+    assert np.array_equal(outputs[0], outputs[1]) and not np.isnan(outputs[1]).any()
