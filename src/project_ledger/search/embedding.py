@@ -46,6 +46,7 @@ DOCUMENT_BATCH = 8
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
 WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
+ONNX_INT8 = 3  # TensorProto.INT8
 QUERY_CACHE = 16
 
 
@@ -297,6 +298,7 @@ class OnnxEmbedder(_LazyEmbedder):
         self._session: ort.InferenceSession | None = None
         self._code_session: ort.InferenceSession | None = None
         self._code_lock = threading.Lock()
+        self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
 
     def _open(self) -> None:
@@ -311,7 +313,8 @@ class OnnxEmbedder(_LazyEmbedder):
         tokenizer.no_padding()  # each batch is padded to its own longest text below
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         model = without_nan_guards(gather_before_dequantize(model, WORD_EMBEDDINGS))
-        self._session = _session(model)
+        self._shared = _shared_table(model)
+        self._session = _session(model, self._shared)
         self._tokenizer = tokenizer
         del model
         _release_freed_memory()  # the graph optimiser's copies of the weights
@@ -326,7 +329,7 @@ class OnnxEmbedder(_LazyEmbedder):
                 _check(OFFLINE_ONNX, model)
                 model = onnx_edit.without_nan_guards(onnx_edit.gather_before_dequantize(model, WORD_EMBEDDINGS))
                 model = onnx_edit.fused_gelus(onnx_edit.integer_matmuls(model))
-                self._code_session = _session(model)
+                self._code_session = _session(model, self._shared)
                 del model
                 _release_freed_memory()
             return self._code_session
@@ -378,10 +381,27 @@ class OnnxEmbedder(_LazyEmbedder):
                 _release_freed_memory()
 
 
-def _session(model: bytes) -> ort.InferenceSession:
+def _shared_table(model: bytes) -> dict[str, ort.OrtValue]:
+    """The int8 token table (12 MB) as one value both sessions read, instead of a copy in each."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from project_ledger.search.onnx_edit import initializer
+
+    name = f"{WORD_EMBEDDINGS}_q"
+    dims, data_type, raw = initializer(model, name)
+    if data_type != ONNX_INT8:
+        raise ValueError(f"{name} is not int8 (ONNX data type {data_type})")
+    # The OrtValue points into the array's memory: the array lives as long as the value (ONNX Runtime keeps it).
+    return {name: ort.OrtValue.ortvalue_from_numpy(np.frombuffer(bytes(raw), dtype=np.int8).reshape(dims))}
+
+
+def _session(model: bytes, shared: dict[str, ort.OrtValue]) -> ort.InferenceSession:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    for name, value in shared.items():
+        options.add_initializer(name, value)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # float weights: the fastest
     options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
     options.inter_op_num_threads = 1

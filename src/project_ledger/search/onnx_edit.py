@@ -356,3 +356,32 @@ def fused_gelus(model: bytes) -> bytes:
     unused = {i for i, f in enumerate(graph_fields) if f.number == GRAPH_INITIALIZER and _name(f) in constants.keys() - still_used}
     return _rebuilt(top, graph, graph_fields, dropped | unused, replaced)  # ONNX Runtime warns of unused constants
 
+
+
+TENSOR_DIMS, TENSOR_DATA_TYPE = 1, 2
+
+
+def initializer(model: bytes, name: str) -> tuple[list[int], int, memoryview]:
+    """An initializer's shape, ONNX data type and raw bytes (a view into `model`). Raises ValueError if the graph
+    has no initializer of that name stored as raw bytes."""
+    _, _, graph_fields, _ = _graph(model)
+    for f in graph_fields:
+        if f.number != GRAPH_INITIALIZER or f.payload is None or _name(f) != name:
+            continue
+        dims: list[int] = []
+        data_type, raw = 0, None
+        for p in _fields(f.payload):
+            if p.number == TENSOR_DIMS and p.wire == VARINT:
+                dims.append(_varint(memoryview(bytes(p.raw)), 1)[0])
+            elif p.number == TENSOR_DIMS and p.payload is not None:  # packed
+                pos = 0
+                while pos < len(p.payload):
+                    value, pos = _varint(p.payload, pos)
+                    dims.append(value)
+            elif p.number == TENSOR_DATA_TYPE:
+                data_type = _varint(memoryview(bytes(p.raw)), 1)[0]
+            elif p.number == TENSOR_RAW_DATA:
+                raw = p.payload
+        if raw is not None:
+            return dims, data_type, raw
+    raise ValueError(f"the model has no initializer {name} stored as raw bytes")
