@@ -149,7 +149,11 @@ def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_
     fused = node_kinds(fused_gelus(edited))
     assert fused.count("Gelu") == 6 and "Erf" not in fused and len(fused) == len(kinds) - 6 * 4
     other = _length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, _Node(["x", "y"], ["z"], "add", "Add").encode()))
-    for edit, message in ((integer_matmuls, "no MatMul of int8 weights"), (fused_gelus, "no GELU"), (without_nan_guards, "no Where")):
+    for edit, message in (
+        (integer_matmuls, "no MatMul of int8 weights"),
+        (fused_gelus, "no GELU"),
+        (without_nan_guards, "no Where"),
+    ):
         with pytest.raises(ValueError, match=message):
             edit(other)
 

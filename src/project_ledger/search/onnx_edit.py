@@ -178,7 +178,9 @@ def _graph(model: bytes) -> tuple[list[_Field], _Field, list[_Field], dict[int, 
     return top, graphs[0], graph_fields, nodes
 
 
-def _rebuilt(top: list[_Field], graph: _Field, graph_fields: list[_Field], dropped: set[int], replaced: dict[int, _Node]) -> bytes:
+def _rebuilt(
+    top: list[_Field], graph: _Field, graph_fields: list[_Field], dropped: set[int], replaced: dict[int, _Node]
+) -> bytes:
     """The model with the graph's nodes at `dropped` left out and those at `replaced` re-encoded in place."""
     graph_out: list[bytes | memoryview] = []
     for i, f in enumerate(graph_fields):
@@ -302,7 +304,9 @@ def _scalars(graph_fields: list[_Field]) -> dict[str, float]:
         parts = _fields(f.payload)
         names = [bytes(p.payload).decode() for p in parts if p.number == TENSOR_NAME and p.payload is not None]
         raw = [bytes(p.payload) for p in parts if p.number == TENSOR_RAW_DATA and p.payload is not None]
-        floats = [bytes(p.raw[1:]) if p.wire == FIXED32 else bytes(p.payload or b"") for p in parts if p.number == TENSOR_FLOAT_DATA]
+        floats = [
+            bytes(p.raw[1:]) if p.wire == FIXED32 else bytes(p.payload or b"") for p in parts if p.number == TENSOR_FLOAT_DATA
+        ]
         data = raw[0] if raw else b"".join(floats)
         if len(names) == 1 and len(data) == 4:
             out[names[0]] = struct.unpack("<f", data)[0]
@@ -322,14 +326,15 @@ def fused_gelus(model: bytes) -> bytes:
         for name in node.inputs:
             uses[name] = uses.get(name, 0) + 1
 
-    def step(name: str, op_type: str, constant: float) -> tuple[int, str] | None:
-        """The node making `name` if it is `op_type` of one value and `constant`, used once: (node, the value)."""
+    def step(name: str, op_type: str, constant: float | None) -> tuple[int, str] | None:
+        """The node making `name` if it is `op_type` of one value and `constant` (None: of the value alone), used
+        once: (node, the value)."""
         i = made_by.get(name)
         if i is None or nodes[i].op_type != op_type or uses[name] != 1:
             return None
         inputs = nodes[i].inputs
-        if len(inputs) == 1 and constant != constant:  # Erf: no constant (NaN stands for none)
-            return i, inputs[0]
+        if constant is None:
+            return (i, inputs[0]) if len(inputs) == 1 else None
         for value, other in ((inputs[0], inputs[1]), (inputs[1], inputs[0])) if len(inputs) == 2 else ():
             if other in constants and abs(constants[other] - constant) < 1e-6 and not (op_type == "Div" and other == inputs[0]):
                 return i, value
@@ -344,7 +349,7 @@ def fused_gelus(model: bytes) -> bytes:
         for x, rest in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
             half = step(rest, "Mul", 0.5)
             plus_one = half and step(half[1], "Add", 1.0)
-            erf = plus_one and step(plus_one[1], "Erf", float("nan"))
+            erf = plus_one and step(plus_one[1], "Erf", None)
             scaled = erf and step(erf[1], "Div", math.sqrt(2))
             if half and plus_one and erf and scaled and scaled[1] == x:
                 replaced[i] = _Node([x], node.outputs, node.name, "Gelu", [domain])
@@ -353,9 +358,10 @@ def fused_gelus(model: bytes) -> bytes:
     if not replaced:
         raise ValueError("the model has no GELU spelled out with Erf")
     still_used = {name for i, node in nodes.items() if i not in dropped for name in node.inputs}
-    unused = {i for i, f in enumerate(graph_fields) if f.number == GRAPH_INITIALIZER and _name(f) in constants.keys() - still_used}
+    unused = {
+        i for i, f in enumerate(graph_fields) if f.number == GRAPH_INITIALIZER and _name(f) in constants.keys() - still_used
+    }
     return _rebuilt(top, graph, graph_fields, dropped | unused, replaced)  # ONNX Runtime warns of unused constants
-
 
 
 TENSOR_DIMS, TENSOR_DATA_TYPE = 1, 2
