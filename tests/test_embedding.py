@@ -175,3 +175,25 @@ def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() 
         ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)[0] for model in (original, edited)
     ]
     assert np.array_equal(outputs[0], outputs[1]) and not np.isnan(outputs[1]).any()
+
+
+def test_the_code_session_is_dropped_when_idle_and_made_again_with_the_same_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from project_ledger.search import embedding
+
+    monkeypatch.setattr(embedding, "CODE_SESSION_IDLE_SECONDS", 0.3)
+    model = create_embedder(None, None, tmp_path, 1)
+    assert isinstance(model, OnnxEmbedder) and model.load()
+    code = for_code(model)
+    assert not model.code_session_open  # made on the first symbol, not with the model
+    first = np.array(code.embed_documents(TEXTS[:4]))
+    assert model.code_session_open
+    deadline = time.monotonic() + 10
+    while model.code_session_open and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not model.code_session_open
+    assert np.array_equal(np.array(code.embed_documents(TEXTS[:4])), first)
+    assert model.code_session_open

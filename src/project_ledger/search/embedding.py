@@ -43,6 +43,7 @@ MAX_EMBED_CHARS = 2_000
 MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
 CODE_MAX_TOKENS = 128  # a code symbol's text is cut here: its kind, name, signature and docstring come first
 DOCUMENT_BATCH = 8
+CODE_SESSION_IDLE_SECONDS = 120.0  # the code session is dropped after this long without a symbol to embed
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
 WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
@@ -298,6 +299,8 @@ class OnnxEmbedder(_LazyEmbedder):
         self._session: ort.InferenceSession | None = None
         self._code_session: ort.InferenceSession | None = None
         self._code_lock = threading.Lock()
+        self._code_calls = 0  # `embed_code` calls running
+        self._code_timer: threading.Timer | None = None  # drops the code session once it has been idle
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
 
@@ -320,8 +323,13 @@ class OnnxEmbedder(_LazyEmbedder):
         _release_freed_memory()  # the graph optimiser's copies of the weights
 
     def _open_code(self) -> ort.InferenceSession:
-        """The session `embed_code` runs, made on its first call (a process that embeds no code never pays for it)."""
+        """The session `embed_code` runs, made on its first call (a process that embeds no code never pays for it),
+        counted as in use until `_close_code`."""
         with self._code_lock:
+            if self._code_timer is not None:
+                self._code_timer.cancel()
+                self._code_timer = None
+            self._code_calls += 1
             if self._code_session is None:
                 from project_ledger.search import onnx_edit
 
@@ -333,6 +341,28 @@ class OnnxEmbedder(_LazyEmbedder):
                 del model
                 _release_freed_memory()
             return self._code_session
+
+    def _close_code(self) -> None:
+        """The end of an `embed_code` call: the last one running starts the idle timer."""
+        with self._code_lock:
+            self._code_calls -= 1
+            if self._code_calls == 0:
+                self._code_timer = threading.Timer(CODE_SESSION_IDLE_SECONDS, self._drop_idle_code_session)
+                self._code_timer.daemon = True
+                self._code_timer.start()
+
+    def _drop_idle_code_session(self) -> None:
+        """Let the code session go (about 35 MB) once no symbol was embedded for CODE_SESSION_IDLE_SECONDS; the
+        next `embed_code` makes it again (about 0.15 s of CPU). A call running or a newer timer keeps it."""
+        with self._code_lock:
+            if self._code_calls or self._code_timer is not threading.current_thread():
+                return
+            self._code_session, self._code_timer = None, None
+        _release_freed_memory()
+
+    @property
+    def code_session_open(self) -> bool:
+        return self._code_session is not None
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Batches of similar length, at most DOCUMENT_BATCH texts and MAX_BATCH_TOKENS padded tokens each."""
@@ -350,7 +380,12 @@ class OnnxEmbedder(_LazyEmbedder):
         MRR@10 did not drop (`benchmarks/code_search.py`).
         """
         self._require()
-        return self._embed(texts, self._open_code(), CODE_MAX_TOKENS)
+        session = self._open_code()
+        try:
+            return self._embed(texts, session, CODE_MAX_TOKENS)
+        finally:
+            del session  # the idle timer's drop must be the last reference
+            self._close_code()
 
     def _embed(self, texts: Sequence[str], session: ort.InferenceSession, max_tokens: int) -> list[np.ndarray]:
         assert self._tokenizer is not None
