@@ -329,7 +329,6 @@ class OnnxEmbedder(_LazyEmbedder):
             if self._code_timer is not None:
                 self._code_timer.cancel()
                 self._code_timer = None
-            self._code_calls += 1
             if self._code_session is None:
                 from project_ledger.search import onnx_edit
 
@@ -340,6 +339,7 @@ class OnnxEmbedder(_LazyEmbedder):
                 self._code_session = _session(model, self._shared)
                 del model
                 _release_freed_memory()
+            self._code_calls += 1  # counted once made: a failed build leaves no call behind
             return self._code_session
 
     def _close_code(self) -> None:
@@ -437,7 +437,7 @@ def _session(model: bytes, shared: dict[str, ort.OrtValue]) -> ort.InferenceSess
     options = ort.SessionOptions()
     for name, value in shared.items():
         options.add_initializer(name, value)
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # float weights: the fastest
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # folds and fuses: the fastest
     options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = False
