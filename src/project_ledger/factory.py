@@ -18,7 +18,7 @@ from project_ledger.maintenance.service import MaintenanceService, Services
 from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
 from project_ledger.memory.validation import Limits
-from project_ledger.search.embedding import Embedder, create_embedder
+from project_ledger.search.embedding import Embedder, create_embedder, for_code
 from project_ledger.search.file_lock import FileLock
 from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex
 from project_ledger.search.tuning import RankingParams
@@ -141,7 +141,7 @@ class SearchIndexes:
         self._settings = settings
         self._paths = paths
         self._journal = journal
-        self._embedder = embedder
+        self._embedders: dict[IndexKind, Embedder] = {"memories": embedder, "code": for_code(embedder)}
         self._rebuild = rebuild
         self._client_lock = threading.Lock()
         self._client: tuple[Any, str] | None = None
@@ -160,8 +160,8 @@ class SearchIndexes:
 
         return EdgeIndex.open_slot(
             index_dir=self._paths.index_dir,
-            dim=self._embedder.dim,
-            embedder_identity=self._embedder.identity,
+            dim=self._embedders[kind].dim,
+            embedder_identity=self._embedders[kind].identity,
             payload=PAYLOADS[kind],
             prefix=SLOT_PREFIXES[kind],
         )
@@ -174,8 +174,8 @@ class SearchIndexes:
             client,
             collection=self._settings.collection_name(self._paths, self._journal.journal_id(), kind),
             state_dir=self._paths.index_dir,
-            dim=self._embedder.dim,
-            embedder_identity=self._embedder.identity,
+            dim=self._embedders[kind].dim,
+            embedder_identity=self._embedders[kind].identity,
             payload=PAYLOADS[kind],
             location=location,
             owns_client=kind == "memories",  # the memory index closes the shared client, last
@@ -257,7 +257,7 @@ def open_code_service(
         workers=settings.code_parse_workers,
         redact=settings.redact_secrets,
     )
-    search = CodeSearch(store, lambda: indexes.open("code"), embedder)
+    search = CodeSearch(store, lambda: indexes.open("code"), for_code(embedder))
     return CodeService(
         root=paths.root, store=store, indexer=indexer, search=search, tokens=tokens, watch=settings.watch,
         max_result_tokens=settings.max_result_tokens,

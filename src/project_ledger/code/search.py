@@ -1,10 +1,10 @@
 """Hybrid search over code symbols: BM25 on identifier-aware tokens plus dense vectors, in their own shard.
 
 Symbols become searchable by BM25 as soon as they are parsed. Their dense
-vectors are computed in the background (the model is the slow part: about 35
-symbol texts per CPU second, see the README's embedding benchmark) and stored in
-the journal by text hash, so an edit re-embeds only the symbols whose text
-changed. Until the vectors have caught up, results say how many symbols are
+vectors are computed in the background (the model is the slow part: about 100
+symbol texts per CPU second with the code session of `embedding.for_code`, see
+the README's embedding benchmark) and stored in the journal by text hash, so an
+edit re-embeds only the symbols whose text changed. Until the vectors have caught up, results say how many symbols are
 ranked on BM25 alone.
 """
 
@@ -236,6 +236,11 @@ class CodeSearch:
     def load_model(self) -> bool:
         """Load the model in the calling thread (the CLI's way); False if it cannot be loaded."""
         return self._embedder.load()
+
+    @property
+    def model(self) -> str:
+        """The identity the symbols' vectors are stored and indexed under."""
+        return self._embedder.identity
 
     def embedder_ready(self) -> bool:
         return self._embedder.state == "ready"

@@ -230,7 +230,7 @@ class MaintenanceService:
         if code.search.error is not None:
             raise IndexUnavailable(f"the code index could not be built: {code.search.error}; nothing was dropped")
         # A code revision may change no symbol (a file's stat data only), so caught up means: no change after the watermark.
-        store, model = code.store, self._embedder.identity
+        store, model = code.store, code.search.model
         return self._verify("code", lambda rev: store.changes_since(rev, model, 1)[2] == rev, lambda: store.rev_and_count()[1])
 
     def _verify(self, kind: IndexKind, caught_up: Callable[[int], bool], expected: Callable[[], int]) -> Verified:
