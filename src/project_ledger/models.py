@@ -162,7 +162,10 @@ class EmbeddingStatus(Record):
 class IndexStatus(Record):
     backend: str
     location: str
-    state: Literal["opening", "ready", "busy", "failed"] = Field(description="busy: rebuilding; figures below are 0.")
+    state: Literal["opening", "ready", "busy", "failed", "not-opened"] = Field(
+        description="busy: rebuilding; figures below are 0. not-opened: read from the index's state file by a command "
+        "that does not search (CLI status); the next search applies the lag."
+    )
     indexed_rev: int
     journal_rev: int
     lag: int = Field(description="Journal changes not yet applied to the index.")

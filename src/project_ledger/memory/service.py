@@ -497,7 +497,8 @@ class LedgerService:
         embedder = self.sync.embedder
         state: str = self.sync.state()
         index = self.sync.index(timeout=0) if state == "ready" else None
-        figures = self.sync.figures(timeout=2.0) if index else (0, 0)
+        recorded = self.sync.recorded if state == "not-opened" else None
+        figures = self.sync.figures(timeout=2.0) if index else (recorded.watermark, recorded.points) if recorded else (0, 0)
         if figures is None:  # a rebuild holds the index; report what is known without waiting for it
             state, figures = "busy", (0, 0)
         indexed_rev, points = figures
@@ -514,8 +515,8 @@ class LedgerService:
             project_context_placeholders=placeholder_count(self.project_context.read()),
             session_start_cut=self.session_start().truncated,
             index=IndexStatus(
-                backend=index.backend if index else "unknown",
-                location=index.location if index else str(self.paths.index_dir),
+                backend=index.backend if index else recorded.backend if recorded else "unknown",
+                location=index.location if index else recorded.location if recorded else str(self.paths.index_dir),
                 state=state,
                 indexed_rev=indexed_rev,
                 journal_rev=journal_rev,
