@@ -163,8 +163,7 @@ class IndexStatus(Record):
     backend: str
     location: str
     state: Literal["opening", "ready", "busy", "failed", "not-opened"] = Field(
-        description="busy: rebuilding; figures below are 0. not-opened: read from the index's state file by a command "
-        "that does not search (CLI status); the next search applies the lag."
+        description="busy: rebuilding; figures below are 0. not-opened: figures as its state file recorded (CLI status)."
     )
     indexed_rev: int
     journal_rev: int
