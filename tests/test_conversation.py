@@ -19,7 +19,7 @@ from project_ledger.memory.conversation import (
     tool_line,
 )
 from project_ledger.models import RecallHit
-from project_ledger.text.tokens import TokenCounter
+from project_ledger.text.tokens import TokenBound, TokenCounter
 
 TRANSCRIPT = Path(__file__).parent / "fixtures" / "transcripts" / "session.jsonl"
 
@@ -156,3 +156,9 @@ def test_the_estimate_keeps_an_injection_within_its_budget_in_real_tokens() -> N
     injection = render_injection(hits, 400, ESTIMATE.count)
     assert injection is not None and len(injection.ids) >= 2
     assert TokenCounter().count(injection.text) <= 400
+
+
+def test_the_byte_bound_never_counts_fewer_tokens_than_the_encoding() -> None:
+    real, bound = TokenCounter(), TokenBound()
+    for text in [*ESTIMATED_TEXTS, "".join(f"{n:x}" for n in range(4000)), "\U0001f680" * 50, "\ud800 lone surrogate"]:
+        assert bound.count(text) >= real.count(text), text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import Project, connect
+from .conftest import Project, cli, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -75,3 +75,16 @@ async def test_instructions_are_capped_and_say_what_was_cut(project: Project) ->
         assert "blocks of project_context.md: read resource ledger://project-context" in instructions
         assert "1 pinned memories" in instructions and "read resource ledger://pinned" in instructions
         assert (await ledger.call("status"))["session_start_cut"] is True
+
+
+def test_cli_status_says_whether_the_pack_is_cut_before_anything_cached_it(project: Project) -> None:
+    """No server ever ran, so no pack is cached: status tells a small pack by its bytes, a larger one by its tokens."""
+    cli(project, "remember", "Money is integer cents.", "--kind", "decision", "--pin")
+    assert cli(project, "status", "--json")["session_start_cut"] is False
+    lines = [f"- Convention {n}: handlers named verb_noun_{n} live in module area_{n}." for n in range(40)]
+    (project.root / "project_context.md").write_text("# Project context\n" + "\n".join(lines) + "\n")
+    assert len("\n".join(lines).encode()) > 2000, "more bytes than the default cap of 2000 tokens, fewer tokens"
+    assert cli(project, "status", "--json")["session_start_cut"] is False
+    (project.root / "project_context.md").write_text("# Project context\n" + "\n".join(lines * 10) + "\n")
+    assert cli(project, "status", "--json")["session_start_cut"] is True
+    assert "(cut to fit the instructions cap)" in cli(project, "status")

@@ -20,7 +20,7 @@ from project_ledger.memory.session_gists import GistParams, SessionGists
 from project_ledger.memory.validation import Limits
 from project_ledger.search.embedding import Embedder, create_embedder, for_code
 from project_ledger.search.file_lock import FileLock
-from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex
+from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex, SlotState
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
@@ -74,7 +74,7 @@ def open_services(settings: Settings, cwd: Path, *, rebuild: bool = False, embed
             threads=settings.embed_threads,
         )
     indexes = SearchIndexes(settings=settings, paths=paths, journal=journal, embedder=embedder, rebuild=rebuild)
-    sync = IndexSync(journal, lambda: indexes.open("memories"), embedder)
+    sync = IndexSync(journal, lambda: indexes.open("memories"), embedder, read_slot=lambda: indexes.read_slot("memories"))
     tokens = TokenCounter()
     gists = SessionGists(journal=journal, tokens=tokens, params=gist_params(settings), changed=sync.kick)
     code = (
@@ -154,6 +154,15 @@ class SearchIndexes:
                 index.reset(self._journal.reindex_epoch() if kind == "memories" else 0)  # the code index has no epochs
         self.opened[kind] = index
         return index
+
+    def read_slot(self, kind: IndexKind) -> SlotState | None:
+        """What the embedded slot of `kind` this process would open recorded, without opening it (None on a server:
+        its collection is not described by a local file)."""
+        if self._settings.uses_qdrant_server:
+            return None
+        from project_ledger.search.edge_index import EdgeIndex
+
+        return EdgeIndex.read_slot(self._paths.index_dir, self._embedder.identity, prefix=SLOT_PREFIXES[kind])
 
     def _open_embedded(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.search.edge_index import EdgeIndex

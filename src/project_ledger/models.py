@@ -162,7 +162,9 @@ class EmbeddingStatus(Record):
 class IndexStatus(Record):
     backend: str
     location: str
-    state: Literal["opening", "ready", "busy", "failed"] = Field(description="busy: rebuilding; figures below are 0.")
+    state: Literal["opening", "ready", "busy", "failed", "not-opened"] = Field(
+        description="busy: rebuilding; figures below are 0. not-opened: figures as its state file recorded (CLI status)."
+    )
     indexed_rev: int
     journal_rev: int
     lag: int = Field(description="Journal changes not yet applied to the index.")

@@ -306,8 +306,12 @@ def status(settings: Settings, as_json: bool) -> None:
     Example:
       project-ledger status --json
     """
-    with opened(settings, index=True) as ledger:
-        result = ledger.status()
+    with opened_services(settings) as services:
+        # The slot's state file tells its revision and size; opening it would also catch it up and flush it to disk,
+        # which costs more than the rest of the command. Without that file (older version, Qdrant server), open it.
+        if not services.maintenance.read_index_state():
+            services.maintenance.open_index()
+        result = services.ledger.status()
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
@@ -324,7 +328,10 @@ def status(settings: Settings, as_json: bool) -> None:
     for stale in result.stale:
         click.echo(f"stale:     {stale.id}: {'; '.join(stale.changed)}")
     index = result.index
-    click.echo(f"index:     {index.backend} at {index.location}, {index.state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
+    state = index.state.replace("-", " ") + (" by this command" if index.state == "not-opened" else "")
+    click.echo(f"index:     {index.backend} at {index.location}, {state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
+    if index.state == "not-opened" and index.lag:
+        click.echo(f"           {plural(index.lag, 'journal change')} not in this index slot yet: the next command that searches applies them")
     if index.compaction:
         click.echo(f"           compaction {index.compaction}")
     for event in index.events:

@@ -122,6 +122,11 @@ class MaintenanceService:
         self._sync.open_now()
         self._sync.catch_up()
 
+    def read_index_state(self) -> bool:
+        """Describe this process's index from what its slot recorded, without opening it (for `status`); False when
+        that is not known (a Qdrant server, an index written by an older version, a pending rebuild): open it then."""
+        return self._sync.read_recorded()
+
     def try_open_index(self) -> bool:
         """Open this process's index if it can be (a write's near-duplicate check needs it, but must not fail for
         it); whether it opened. `LedgerService.remember` says why the check was skipped when it did not."""

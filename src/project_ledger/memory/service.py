@@ -21,7 +21,7 @@ from project_ledger.code.service import CodeService
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import IndexUnavailable, InvalidArgument, MemoryForgotten
 from project_ledger.memory.capture import propose
-from project_ledger.memory.context_pack import Pack, PackCache, assemble, cache_key
+from project_ledger.memory.context_pack import Pack, PackCache, PackSection, assemble, cache_key
 from project_ledger.memory.context_sections import query_sections, render_memory, stable_sections
 from project_ledger.memory.gist_sampling import Writer
 from project_ledger.memory.project_context import ProjectContextFile, missing_context_text, placeholder_count
@@ -60,7 +60,7 @@ from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, u
 from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import redact
 from project_ledger.text.text_signals import content_words, specifics
-from project_ledger.text.tokens import TokenCounter
+from project_ledger.text.tokens import TokenBound, TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -437,8 +437,7 @@ class LedgerService:
         After the stable part comes the newest session gist: what happened last time rides into the next session.
         """
         forgets = self.journal.forget_count()
-        sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
-        sections += query_sections("", self.gists.for_context(None), [], [], [], None)
+        sections = self._session_start_sections()
         key = cache_key(sections, self.limits.instructions_tokens)
         if (cached := self.pack_cache.get(key)) is not None:
             return cached
@@ -446,6 +445,21 @@ class LedgerService:
         if self.journal.forget_count() == forgets:  # a forget meanwhile may have erased text this pack quotes
             self.pack_cache.put(key, pack)
         return pack
+
+    def session_start_cut(self) -> bool:
+        """Whether the session-start pack leaves something out (`status` says so). A pack not cached yet (a pin or
+        a gist changed it) is not assembled when its byte length fits the cap: loading the encoding to count its
+        tokens costs about a tenth of a second, more than the rest of `status`."""
+        sections = self._session_start_sections()
+        if (cached := self.pack_cache.get(cache_key(sections, self.limits.instructions_tokens))) is not None:
+            return cached.truncated
+        if not assemble(sections, self.limits.instructions_tokens, TokenBound()).truncated:
+            return False  # it fits by a count never below the encoding's, so nothing is cut
+        return self.session_start().truncated
+
+    def _session_start_sections(self) -> list[PackSection]:
+        sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
+        return sections + query_sections("", self.gists.for_context(None), [], [], [], None)
 
     # -- backup -------------------------------------------------------------------
 
@@ -497,7 +511,8 @@ class LedgerService:
         embedder = self.sync.embedder
         state: str = self.sync.state()
         index = self.sync.index(timeout=0) if state == "ready" else None
-        figures = self.sync.figures(timeout=2.0) if index else (0, 0)
+        recorded = self.sync.recorded if state == "not-opened" else None
+        figures = self.sync.figures(timeout=2.0) if index else (recorded.watermark, recorded.points) if recorded else (0, 0)
         if figures is None:  # a rebuild holds the index; report what is known without waiting for it
             state, figures = "busy", (0, 0)
         indexed_rev, points = figures
@@ -512,10 +527,10 @@ class LedgerService:
             forgotten=counts.forgotten,
             project_context=str(self.paths.project_context) if self.paths.project_context.exists() else None,
             project_context_placeholders=placeholder_count(self.project_context.read()),
-            session_start_cut=self.session_start().truncated,
+            session_start_cut=self.session_start_cut(),
             index=IndexStatus(
-                backend=index.backend if index else "unknown",
-                location=index.location if index else str(self.paths.index_dir),
+                backend=index.backend if index else recorded.backend if recorded else "unknown",
+                location=index.location if index else recorded.location if recorded else str(self.paths.index_dir),
                 state=state,
                 indexed_rev=indexed_rev,
                 journal_rev=journal_rev,

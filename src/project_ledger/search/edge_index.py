@@ -20,7 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from project_ledger.search.file_lock import FileLock
-from project_ledger.search.index import DENSE, SPARSE, Candidates, DiskNearlyFull, Hit, Indexable, IndexState, Match, PayloadType
+from project_ledger.search.index import (
+    DENSE,
+    SPARSE,
+    Candidates,
+    DiskNearlyFull,
+    Hit,
+    Indexable,
+    IndexState,
+    Match,
+    PayloadType,
+    SlotState,
+)
 from project_ledger.search.sparse import SparseVec
 
 MAX_SLOTS = 32
@@ -74,6 +85,30 @@ class EdgeIndex:
                 raise
         raise RuntimeError(f"all {MAX_SLOTS} index slots in {index_dir} are in use by other processes")
 
+    @classmethod
+    def read_slot(cls, index_dir: Path, embedder_identity: str, prefix: str = "edge") -> SlotState | None:
+        """What the slot `open_slot` would take now recorded when it was last written, without loading its shard
+        (a command that only reports, such as the CLI's `status`, then neither loads nor catches up nor flushes it).
+
+        None when that is not known without opening it: no free slot, or its state file missing, unreadable, for
+        another model, written before it recorded its point count, or naming a shard folder that is gone.
+        """
+        if not index_dir.is_dir():
+            return None
+        for n in range(MAX_SLOTS):
+            lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
+            if lock is None:
+                continue
+            try:
+                slot = index_dir / f"{prefix}-{n}"
+                state = IndexState(slot / "state.json", embedder_identity)
+                if not state.load() or state.points < 0 or not (slot / state.shard).is_dir():
+                    return None
+                return SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
+            finally:
+                lock.release()
+        return None
+
     def _open(self) -> None:
         if not self._state.load():
             if any(self._slot.glob("shard*")):
@@ -118,6 +153,7 @@ class EdgeIndex:
             self._shard.update(q.UpdateOperation.create_field_index(field_name, schema[kind]))
         self._unsaved = True
         self._state.epoch, self._state.watermark, self._state.shard, self._state.optimized = epoch, 0, name, 0
+        self._state.points = 0
         self._state.save()
         self._remove_leftovers()
 
@@ -156,6 +192,7 @@ class EdgeIndex:
     def _persist(self) -> None:
         self._require_space()
         self._shard.flush()
+        self._state.points = self.count()
         self._state.save()
         self._persisted_at = time.monotonic()
         self._unsaved = False
@@ -240,7 +277,7 @@ class EdgeIndex:
         """Build the HNSW graphs and drop deleted points' data. Holds the GIL for minutes at 100k: run it in a child process."""
         self._shard.optimize()
         self._shard.flush()
-        self._state.optimized = self.count()
+        self._state.optimized = self._state.points = self.count()
         self._state.save()
 
     def replace_with(self, built: Path, drop_idle_copies: bool) -> None:
@@ -285,10 +322,14 @@ class EdgeIndex:
         writes it after a flush: one flush, not two, which is most of a short-lived CLI command's close."""
         try:
             try:
+                # A state file from before it recorded the point count gets one too, so `read_slot` can use it next time.
+                save = self._unsaved or self._state.points < 0
                 if self._unsaved:
                     self._require_space()
+                if save:
+                    self._state.points = self.count()
                 self._shard.close()
-                if self._unsaved:
+                if save:
                     self._state.save()
                     self._unsaved = False
             except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there

@@ -147,6 +147,8 @@ class IndexState:
     - `optimized`: how many points the index held when its search graphs were
       built (embedded index only; 0 for never). The engine's own count of
       indexed vectors mixes dense and sparse ones, so it cannot tell.
+    - `points`: how many points the index held at `watermark` (embedded index
+      only; -1 for not recorded), so that `SlotState` can tell without opening it.
 
     `load()` is False when the file is missing, unreadable or written for another
     embedding model or format: the index must then be rebuilt.
@@ -159,6 +161,7 @@ class IndexState:
     forgets: int = 0
     shard: str = ""
     optimized: int = 0
+    points: int = -1
 
     def load(self) -> bool:
         try:
@@ -167,6 +170,7 @@ class IndexState:
                 return False
             self.epoch, self.watermark, self.forgets = int(data["epoch"]), int(data["watermark"]), int(data["forgets"])
             self.shard, self.optimized = str(data["shard"]), int(data["optimized"])
+            self.points = int(data.get("points", -1))  # written by this version on; older files lack it
         except (OSError, ValueError, KeyError, TypeError):
             return False
         return True
@@ -181,9 +185,21 @@ class IndexState:
             "forgets": self.forgets,
             "shard": self.shard,
             "optimized": self.optimized,
+            "points": self.points,
         }
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self.path)
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """What an index slot recorded when it was last written, read without opening it (see `EdgeIndex.read_slot`)."""
+
+    backend: str
+    location: str
+    epoch: int
+    watermark: int
+    points: int
 
 
 class SearchIndex(Protocol):

@@ -29,7 +29,7 @@ from typing import Literal
 from project_ledger.errors import IndexUnavailable, LedgerError
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, with_feedback
-from project_ledger.search.index import Candidates, Compactable, Hit, IndexDoc, SearchFilter, SearchIndex
+from project_ledger.search.index import Candidates, Compactable, Hit, IndexDoc, SearchFilter, SearchIndex, SlotState
 from project_ledger.search.sparse import SparseEncoder, SparseVec
 from project_ledger.search.tuning import FusionParams
 from project_ledger.storage.journal import Change, Journal, utc_now
@@ -104,9 +104,17 @@ class TimedEvents(list[str]):
 
 
 class IndexSync:
-    def __init__(self, journal: Journal, open_index: Callable[[], SearchIndex], embedder: Embedder) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        open_index: Callable[[], SearchIndex],
+        embedder: Embedder,
+        read_slot: Callable[[], SlotState | None] | None = None,
+    ) -> None:
         self._journal = journal
         self._open_index = open_index
+        self._read_slot = read_slot
+        self.recorded: SlotState | None = None  # what `read_recorded` found, in a process that did not open the index
         self.embedder = embedder
         self._encoder: SparseEncoder | None = None
         self._index: SearchIndex | None = None
@@ -145,6 +153,16 @@ class IndexSync:
 
     def stop(self) -> None:
         self._worker.stop(timeout=30)
+
+    def read_recorded(self) -> bool:
+        """Instead of opening the index: read what the slot this process would open recorded when last written
+        (the CLI's `status`, which then loads, catches up and flushes nothing). Whether that is known and was
+        written for the journal's current reindex epoch; if not, only opening the index tells."""
+        recorded = self._read_slot() if self._read_slot is not None else None
+        if recorded is None or recorded.epoch != self._journal.reindex_epoch():
+            return False
+        self.recorded = recorded
+        return True
 
     def wait_for_model(self, timeout: float) -> None:
         """Give a model that is loading right now a moment to finish, so an early recall can still be hybrid."""
@@ -443,9 +461,9 @@ class IndexSync:
 
     # -- status ----------------------------------------------------------------------
 
-    def state(self) -> Literal["opening", "ready", "failed"]:
+    def state(self) -> Literal["opening", "ready", "failed", "not-opened"]:
         if not self._worker.wait_opened(0):
-            return "opening"
+            return "not-opened" if self.recorded is not None else "opening"
         return "ready" if self._index is not None else "failed"
 
     def compaction_state(self) -> str | None:

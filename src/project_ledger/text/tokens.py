@@ -49,3 +49,12 @@ class TokenEstimate(TokenCounter):
     def count(self, text: str) -> int:
         ascii_chars = sum(1 for char in text if char < "\x80")
         return -(-ascii_chars // 3) + len(text.encode("utf-8", "surrogatepass")) - ascii_chars
+
+
+class TokenBound(TokenCounter):
+    """Never fewer tokens than the encoding counts, without loading it: every cl100k token spans at least one UTF-8
+    byte, so a text's byte length bounds its token count. A pack that fits by this count fits; one that does not
+    may fit all the same, and only the encoding can tell."""
+
+    def count(self, text: str) -> int:
+        return len(text.encode("utf-8", "surrogatepass"))
