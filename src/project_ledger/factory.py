@@ -162,7 +162,7 @@ class SearchIndexes:
             return None
         from project_ledger.search.edge_index import EdgeIndex
 
-        return EdgeIndex.read_slot(self._paths.index_dir, self._embedder.identity, prefix=SLOT_PREFIXES[kind])
+        return EdgeIndex.read_slot(self._paths.index_dir, self._embedders[kind].identity, prefix=SLOT_PREFIXES[kind])
 
     def _open_embedded(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.search.edge_index import EdgeIndex
