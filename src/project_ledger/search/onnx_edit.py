@@ -124,12 +124,7 @@ def gather_before_dequantize(model: bytes, table: str) -> bytes:
     `table_scale` must hold one scale per row (shape [rows, 1]); raises ValueError if the graph does not have
     this exact shape of nodes, so a different model is never edited by guess.
     """
-    top = _fields(memoryview(model))
-    graphs = [f for f in top if f.number == MODEL_GRAPH and f.payload is not None]
-    if len(graphs) != 1:
-        raise ValueError("the model has no single graph")
-    graph_fields = _fields(graphs[0].payload)  # type: ignore[arg-type]  # checked above
-    nodes = {i: _Node.parse(f.payload) for i, f in enumerate(graph_fields) if f.number == GRAPH_NODE and f.payload is not None}
+    top, graph, graph_fields, nodes = _graph(model)
     quantized, scale = f"{table}_q", f"{table}_scale"
 
     def only(kind: str, test: object) -> int:
@@ -152,20 +147,7 @@ def gather_before_dequantize(model: bytes, table: str) -> bytes:
         _Node([rows_q], nodes[cast].outputs, nodes[cast].name, "Cast", nodes[cast].rest),
         _Node([nodes[cast].outputs[0], rows_scale], [embedded], nodes[mul].name, "Mul", nodes[mul].rest),
     ]
-    graph_out: list[bytes | memoryview] = []
-    for i, f in enumerate(graph_fields):
-        if i in (cast, mul):
-            continue
-        if i == gather:  # the new nodes take the Gather's place: after `ids` exists, before any use of the output
-            graph_out += [_length_field(GRAPH_NODE, node.encode()) for node in replacement]
-        else:
-            graph_out.append(f.raw)
-    # One copy of the 23 MB at the end: the graph's parts go into the model's join, behind their own header.
-    graph_header = _encode_varint(MODEL_GRAPH << 3 | LENGTH) + _encode_varint(sum(len(part) for part in graph_out))
-    out: list[bytes | memoryview] = []
-    for f in top:
-        out += [graph_header, *graph_out] if f is graphs[0] else [f.raw]
-    return b"".join(out)
+    return _rebuilt(top, graph, graph_fields, {cast, mul}, {gather: replacement})
 
 
 def _graph(model: bytes) -> tuple[list[_Field], _Field, list[_Field], dict[int, _Node]]:
@@ -179,15 +161,17 @@ def _graph(model: bytes) -> tuple[list[_Field], _Field, list[_Field], dict[int, 
 
 
 def _rebuilt(
-    top: list[_Field], graph: _Field, graph_fields: list[_Field], dropped: set[int], replaced: dict[int, _Node]
+    top: list[_Field], graph: _Field, graph_fields: list[_Field], dropped: set[int], replaced: dict[int, list[_Node]]
 ) -> bytes:
-    """The model with the graph's nodes at `dropped` left out and those at `replaced` re-encoded in place."""
+    """The model with the graph's nodes at `dropped` left out and each node at `replaced` swapped for the nodes
+    given, in its place (so after its inputs exist and before any use of its outputs)."""
     graph_out: list[bytes | memoryview] = []
     for i, f in enumerate(graph_fields):
         if i in replaced:
-            graph_out.append(_length_field(GRAPH_NODE, replaced[i].encode()))
+            graph_out += [_length_field(GRAPH_NODE, node.encode()) for node in replaced[i]]
         elif i not in dropped:
             graph_out.append(f.raw)
+    # One copy of the model at the end: the graph's parts go into the model's join, behind their own header.
     graph_header = _encode_varint(MODEL_GRAPH << 3 | LENGTH) + _encode_varint(sum(len(part) for part in graph_out))
     out: list[bytes | memoryview] = []
     for f in top:
@@ -218,7 +202,7 @@ def integer_matmuls(model: bytes) -> bytes:
         for name in node.inputs:
             uses[name] = uses.get(name, 0) + 1
     dropped: set[int] = set()
-    replaced: dict[int, _Node] = {}
+    replaced: dict[int, list[_Node]] = {}
     domain = _length_field(NODE_DOMAIN, MICROSOFT.encode())
     for i, node in nodes.items():
         if node.op_type != "MatMul" or len(node.inputs) != 2:
@@ -232,7 +216,7 @@ def integer_matmuls(model: bytes) -> bytes:
         weights, scale = nodes[cast].inputs[0], nodes[mul].inputs[1]
         if not (weights.endswith("_q") and scale.endswith("_scale")):
             continue
-        replaced[i] = _Node([node.inputs[0], weights, scale], node.outputs, node.name, "DynamicQuantizeMatMul", [domain])
+        replaced[i] = [_Node([node.inputs[0], weights, scale], node.outputs, node.name, "DynamicQuantizeMatMul", [domain])]
         dropped |= {mul, cast}
     if not replaced:
         raise ValueError("the model has no MatMul of int8 weights dequantized by a Cast and a Mul")
@@ -266,7 +250,7 @@ def without_nan_guards(model: bytes) -> bytes:
         for name in node.inputs:
             users.setdefault(name, []).append(i)
     dropped: set[int] = set()
-    replaced: dict[int, _Node] = {}
+    replaced: dict[int, list[_Node]] = {}
     for i, node in nodes.items():
         if node.op_type != "IsNaN":
             continue
@@ -279,7 +263,7 @@ def without_nan_guards(model: bytes) -> bytes:
             continue
         where = nodes[guards[0]]
         source = nodes[softmax]
-        replaced[softmax] = _Node(source.inputs, where.outputs, source.name, source.op_type, source.rest)
+        replaced[softmax] = [_Node(source.inputs, where.outputs, source.name, source.op_type, source.rest)]
         dropped |= {i, guards[0]}
     if not replaced:
         raise ValueError("the model has no Where(IsNaN(p), 0, p) after a Softmax")
@@ -341,7 +325,7 @@ def fused_gelus(model: bytes) -> bytes:
         return None
 
     dropped: set[int] = set()
-    replaced: dict[int, _Node] = {}
+    replaced: dict[int, list[_Node]] = {}
     domain = _length_field(NODE_DOMAIN, MICROSOFT.encode())
     for i, node in nodes.items():
         if node.op_type != "Mul" or len(node.inputs) != 2:
@@ -352,7 +336,7 @@ def fused_gelus(model: bytes) -> bytes:
             erf = plus_one and step(plus_one[1], "Erf", None)
             scaled = erf and step(erf[1], "Div", math.sqrt(2))
             if half and plus_one and erf and scaled and scaled[1] == x:
-                replaced[i] = _Node([x], node.outputs, node.name, "Gelu", [domain])
+                replaced[i] = [_Node([x], node.outputs, node.name, "Gelu", [domain])]
                 dropped |= {half[0], plus_one[0], erf[0], scaled[0]}
                 break
     if not replaced:
