@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -30,6 +31,11 @@ from project_ledger.cli.support import (
 )
 from project_ledger.config import Settings, comma_list
 from project_ledger.text.wording import plural
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+Served = TypeVar("Served", bound="BaseModel")
 
 EXAMPLES = """
 \b
@@ -143,6 +149,16 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
         access.close()
 
 
+def _served_result(answer: dict[str, Any] | None, model: type[Served]) -> Served | None:
+    """What the project's running `serve` answered, read as `model`; None when no server answered. A refusal is the
+    ledger's own one-line error."""
+    if answer is None:
+        return None
+    if "failed" in answer:
+        raise click.ClickException(answer["failed"])
+    return model.model_validate(answer["result"])
+
+
 @main.command()
 @click.argument("text")
 @click.option(
@@ -169,12 +185,8 @@ def remember(
     from project_ledger.models import RememberResult
 
     arguments = {"text": text, "kind": kind, "tags": list(tags), "session": session, "pinned": pinned, "supersedes": supersedes}
-    served = remember_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments)  # its index is open already
-    if served is not None and "failed" in served:
-        raise click.ClickException(served["failed"])
-    if served is not None:
-        result = RememberResult.model_validate(served["result"])
-    else:
+    result = _served_result(remember_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments), RememberResult)
+    if result is None:  # no server answered (its index is open already, when one does)
         with opened_services(settings) as services:
             services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
             result = services.ledger.remember(**arguments)
@@ -226,12 +238,8 @@ def recall(
         "query": query, "k": k, "kinds": list(kinds) or None, "tags": list(tags) or None, "since": since, "until": until,
         "min_relevance": min_relevance,
     }  # fmt: skip
-    served = recall_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments)  # its model is loaded already
-    if served is not None and "failed" in served:
-        raise click.ClickException(served["failed"])
-    if served is not None:
-        result = RecallResult.model_validate(served["result"])
-    else:
+    result = _served_result(recall_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments), RecallResult)
+    if result is None:  # no server answered (its model is loaded already, when one does)
         with opened(settings, index=True, model=True) as ledger:
             result = ledger.recall(**arguments)
     if as_json:
