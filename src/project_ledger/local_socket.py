@@ -139,16 +139,7 @@ class Listener:
             os.close(fd)
             return False
         try:
-            self.path.unlink(missing_ok=True)  # a socket file whose lock was free is stale: its server died
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                with address(self.path) as where:
-                    sock.bind(where)
-                os.chmod(self.path, 0o600)
-                sock.listen(16)
-            except OSError:
-                sock.close()
-                raise
+            sock = listen_at(self.path, 16)  # a socket file whose lock was free is stale: its server died
         except OSError:
             os.close(fd)
             raise
@@ -209,6 +200,22 @@ class Listener:
 
             logging.getLogger(__name__).exception("a local socket request failed")
             return {"error": f"the server failed on this request ({type(exc).__name__}: {exc})"}
+
+
+def listen_at(path: Path, backlog: int) -> socket.socket:
+    """A Unix socket listening at `path`, mode 600. The caller holds the path's lock, so a file left there is a dead
+    server's and is replaced."""
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with address(path) as where:
+            sock.bind(where)
+        os.chmod(path, 0o600)
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def same_user(conn: socket.socket) -> bool:

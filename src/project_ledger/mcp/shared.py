@@ -23,7 +23,6 @@ import asyncio
 import json
 import logging
 import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ import mcp_types
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.message import SessionMessage
 
-from project_ledger.local_socket import address, same_user, shared_server_path
+from project_ledger.local_socket import listen_at, same_user, shared_server_path
 from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.stdio import screen
 
@@ -67,7 +66,7 @@ class SharedServer:
             return
         lowlevel = self.app._lowlevel_server  # the SDK's own run() goes through it too; there is no public accessor
         try:
-            listening = self._bind()
+            listening = listen_at(self.path, 64)  # the lock is ours: a socket file left here is a dead server's
             async with lowlevel.lifespan(lowlevel) as state:
                 self._state = state
                 server = await asyncio.start_unix_server(self._session, sock=listening, limit=LINE_LIMIT)
@@ -98,19 +97,6 @@ class SharedServer:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
         return True
-
-    def _bind(self) -> socket.socket:
-        self.path.unlink(missing_ok=True)  # the lock is ours: a socket file left here is a dead server's
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            with address(self.path) as where:
-                sock.bind(where)
-            os.chmod(self.path, 0o600)
-            sock.listen(64)
-        except OSError:
-            sock.close()
-            raise
-        return sock
 
     def _stop_listening(self, server: asyncio.Server) -> None:
         self.path.unlink(missing_ok=True)  # first, so that no new client finds it
