@@ -66,6 +66,7 @@ def test_commands_without_a_model_load_none_of_the_heavy_packages(project: Proje
         (["history", stored, *root], HEAVY | code_only),
         (["unpin", stored, *root], HEAVY | code_only),
         (["symbols", "export_invoices", *root], HEAVY),
+        (["index", *root], HEAVY),  # nothing changed; stderr is not a terminal, so no progress bars either
     ]
     for command, unwanted in commands:
         loaded = loaded_by(project, tmp_path, *command)
