@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import compileall
 import glob
 import json
 import os
@@ -54,6 +55,7 @@ import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import project_ledger
 from project_ledger.code.languages import language_for
 from readme_table import machine as measured_on
 
@@ -633,6 +635,9 @@ def main() -> None:
     if not Path(CTAGS).exists():
         raise SystemExit(f"Universal Ctags is needed at {CTAGS} (apt-get install universal-ctags)")
     began = time.perf_counter()
+    # As an installed package is: with PYTHONDONTWRITEBYTECODE set, a checkout whose bytecode is missing or stale
+    # compiles its modules again in every `index` process (about 70 ms of a no-change django re-index).
+    compileall.compile_dir(Path(project_ledger.__file__).parent, quiet=1)
     work = args.work.expanduser().resolve()
     scratch = work / "runs"
     shutil.rmtree(scratch, ignore_errors=True)
