@@ -21,7 +21,7 @@ def _drop_titles(schema: dict[str, Any]) -> None:
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(json_schema_extra=_drop_titles, defer_build=True)
+    model_config = ConfigDict(json_schema_extra=_drop_titles)
 
 
 class Memory(Record):
