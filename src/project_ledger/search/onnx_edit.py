@@ -160,6 +160,16 @@ def _graph(model: bytes) -> tuple[list[_Field], _Field, list[_Field], dict[int, 
     return top, graphs[0], graph_fields, nodes
 
 
+def _wiring(nodes: dict[int, _Node]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """Which node makes each value, and which nodes read it (a value a node reads twice is listed twice)."""
+    made_by = {output: i for i, node in nodes.items() for output in node.outputs}
+    users: dict[str, list[int]] = {}
+    for i, node in nodes.items():
+        for name in node.inputs:
+            users.setdefault(name, []).append(i)
+    return made_by, users
+
+
 def _rebuilt(
     top: list[_Field], graph: _Field, graph_fields: list[_Field], dropped: set[int], replaced: dict[int, list[_Node]]
 ) -> bytes:
@@ -196,11 +206,7 @@ def integer_matmuls(model: bytes) -> bytes:
     model. Raises ValueError if no matrix product has this shape of nodes.
     """
     top, graph, graph_fields, nodes = _graph(model)
-    made_by = {output: i for i, node in nodes.items() for output in node.outputs}
-    uses: dict[str, int] = {}
-    for node in nodes.values():
-        for name in node.inputs:
-            uses[name] = uses.get(name, 0) + 1
+    made_by, users = _wiring(nodes)
     dropped: set[int] = set()
     replaced: dict[int, list[_Node]] = {}
     domain = _length_field(NODE_DOMAIN, MICROSOFT.encode())
@@ -208,10 +214,10 @@ def integer_matmuls(model: bytes) -> bytes:
         if node.op_type != "MatMul" or len(node.inputs) != 2:
             continue
         mul = made_by.get(node.inputs[1])
-        if mul is None or nodes[mul].op_type != "Mul" or uses[node.inputs[1]] != 1:
+        if mul is None or nodes[mul].op_type != "Mul" or len(users[node.inputs[1]]) != 1:
             continue
         cast = made_by.get(nodes[mul].inputs[0])
-        if cast is None or nodes[cast].op_type != "Cast" or uses[nodes[cast].outputs[0]] != 1:
+        if cast is None or nodes[cast].op_type != "Cast" or len(users[nodes[cast].outputs[0]]) != 1:
             continue
         weights, scale = nodes[cast].inputs[0], nodes[mul].inputs[1]
         if not (weights.endswith("_q") and scale.endswith("_scale")):
@@ -244,11 +250,7 @@ def without_nan_guards(model: bytes) -> bytes:
     not change by a single bit. Raises ValueError if the graph has no such guard.
     """
     top, graph, graph_fields, nodes = _graph(model)
-    made_by = {output: i for i, node in nodes.items() for output in node.outputs}
-    users: dict[str, list[int]] = {}
-    for i, node in nodes.items():
-        for name in node.inputs:
-            users.setdefault(name, []).append(i)
+    made_by, users = _wiring(nodes)
     dropped: set[int] = set()
     replaced: dict[int, list[_Node]] = {}
     for i, node in nodes.items():
@@ -304,17 +306,13 @@ def fused_gelus(model: bytes) -> bytes:
     only). Raises ValueError if the graph has no such GELU."""
     top, graph, graph_fields, nodes = _graph(model)
     constants = _scalars(graph_fields)
-    made_by = {output: i for i, node in nodes.items() for output in node.outputs}
-    uses: dict[str, int] = {}
-    for node in nodes.values():
-        for name in node.inputs:
-            uses[name] = uses.get(name, 0) + 1
+    made_by, users = _wiring(nodes)
 
     def step(name: str, op_type: str, constant: float | None) -> tuple[int, str] | None:
         """The node making `name` if it is `op_type` of one value and `constant` (None: of the value alone), used
         once: (node, the value)."""
         i = made_by.get(name)
-        if i is None or nodes[i].op_type != op_type or uses[name] != 1:
+        if i is None or nodes[i].op_type != op_type or len(users[name]) != 1:
             return None
         inputs = nodes[i].inputs
         if constant is None:
