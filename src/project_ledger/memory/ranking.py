@@ -108,15 +108,15 @@ def admitted_neighbours(
 
 
 def _admits(where: SearchFilter, memory: Memory) -> bool:
-    created = datetime.fromisoformat(memory.created_at).timestamp()  # stored with a Z: aware, UTC
-    return (
-        (not where.kinds or memory.kind in where.kinds)
-        and (not where.tags or bool(set(where.tags) & set(memory.tags)))
-        and (where.session is None or memory.session == where.session)
-        and (where.since is None or created >= where.since)
-        and (where.until is None or created <= where.until)
-        and (where.include_superseded or memory.superseded_by is None)
-    )
+    """The filter's own conditions (`SearchFilter.admits`), on the payload the memory has in the index."""
+    payload = {
+        "kind": memory.kind,
+        "tags": memory.tags,
+        "session": memory.session or "",
+        "superseded": int(memory.superseded_by is not None),
+        "created": datetime.fromisoformat(memory.created_at).timestamp(),  # stored with a Z: aware, UTC
+    }
+    return where.admits(payload)
 
 
 def _boosts(memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool) -> dict[str, float]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +55,15 @@ class Match:
     @property
     def is_range(self) -> bool:
         return self.at_least is not None or self.at_most is not None
+
+    def holds(self, value: Any) -> bool:
+        """Whether a payload's `value` meets the condition as the backends apply it (a list meets `any_of` when it
+        shares a value with it)."""
+        if self.is_range:
+            return (self.at_least is None or value >= self.at_least) and (self.at_most is None or value <= self.at_most)
+        if isinstance(value, list):
+            return bool(set(value) & set(self.any_of))
+        return value in self.any_of
 
 
 class Indexable(Protocol):
@@ -119,6 +128,10 @@ class SearchFilter:
         if not self.include_superseded:
             found.append(Match("superseded", (0,)))
         return found
+
+    def admits(self, payload: Mapping[str, Any]) -> bool:
+        """Whether a point with this payload (`IndexDoc.payload`) passes the filter, checked outside the index."""
+        return all(condition.holds(payload[condition.field]) for condition in self.conditions())
 
 
 @dataclass(frozen=True)
