@@ -307,15 +307,11 @@ class OnnxEmbedder(_LazyEmbedder):
     def _open(self) -> None:
         from tokenizers import Tokenizer
 
-        from project_ledger.search.onnx_edit import gather_before_dequantize, without_nan_guards
-
         _check(OFFLINE_TOKENIZER)
-        model = OFFLINE_ONNX.path().read_bytes()  # read once: hashed, then edited
-        _check(OFFLINE_ONNX, model)
         tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
         tokenizer.no_padding()  # each batch is padded to its own longest text below
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        model = without_nan_guards(gather_before_dequantize(model, WORD_EMBEDDINGS))
+        model = _bundled_model()
         self._shared = _shared_table(model)
         self._session = _session(model, self._shared)
         self._tokenizer = tokenizer
@@ -330,12 +326,9 @@ class OnnxEmbedder(_LazyEmbedder):
                 self._code_timer.cancel()
                 self._code_timer = None
             if self._code_session is None:
-                from project_ledger.search import onnx_edit
+                from project_ledger.search.onnx_edit import fused_gelus, integer_matmuls
 
-                model = OFFLINE_ONNX.path().read_bytes()
-                _check(OFFLINE_ONNX, model)
-                model = onnx_edit.without_nan_guards(onnx_edit.gather_before_dequantize(model, WORD_EMBEDDINGS))
-                model = onnx_edit.fused_gelus(onnx_edit.integer_matmuls(model))
+                model = fused_gelus(integer_matmuls(_bundled_model()))
                 self._code_session = _session(model, self._shared)
                 del model
                 _release_freed_memory()
@@ -414,6 +407,16 @@ class OnnxEmbedder(_LazyEmbedder):
         finally:
             if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
                 _release_freed_memory()
+
+
+def _bundled_model() -> bytes:
+    """The bundled model as both sessions start from: read once, hash-checked, then edited (the token table looked up
+    before it is made float, the softmax NaN guards left out; `onnx_edit`)."""
+    from project_ledger.search.onnx_edit import gather_before_dequantize, without_nan_guards
+
+    model = OFFLINE_ONNX.path().read_bytes()
+    _check(OFFLINE_ONNX, model)
+    return without_nan_guards(gather_before_dequantize(model, WORD_EMBEDDINGS))
 
 
 def _shared_table(model: bytes) -> dict[str, ort.OrtValue]:
