@@ -437,25 +437,30 @@ class LedgerService:
         After the stable part comes the newest session gist: what happened last time rides into the next session.
         """
         forgets = self.journal.forget_count()
-        sections = self._session_start_sections()
-        key = cache_key(sections, self.limits.instructions_tokens)
-        if (cached := self.pack_cache.get(key)) is not None:
-            return cached
-        pack = assemble(sections, self.limits.instructions_tokens, self.tokens)
-        if self.journal.forget_count() == forgets:  # a forget meanwhile may have erased text this pack quotes
-            self.pack_cache.put(key, pack)
-        return pack
+        return self._session_start_pack(self._session_start_sections(), forgets)
 
     def session_start_cut(self) -> bool:
         """Whether the session-start pack leaves something out (`status` says so). A pack not cached yet (a pin or
         a gist changed it) is not assembled when its byte length fits the cap: loading the encoding to count its
         tokens costs about a tenth of a second, more than the rest of `status`."""
+        forgets = self.journal.forget_count()
         sections = self._session_start_sections()
         if (cached := self.pack_cache.get(cache_key(sections, self.limits.instructions_tokens))) is not None:
             return cached.truncated
         if not assemble(sections, self.limits.instructions_tokens, TokenBound()).truncated:
             return False  # it fits by a count never below the encoding's, so nothing is cut
-        return self.session_start().truncated
+        return self._session_start_pack(sections, forgets).truncated
+
+    def _session_start_pack(self, sections: list[PackSection], forgets: int) -> Pack:
+        """The pack of `sections`, from the cache or assembled and cached (unless something was forgotten since
+        `forgets` was read: a forget meanwhile may have erased text this pack quotes)."""
+        key = cache_key(sections, self.limits.instructions_tokens)
+        if (cached := self.pack_cache.get(key)) is not None:
+            return cached
+        pack = assemble(sections, self.limits.instructions_tokens, self.tokens)
+        if self.journal.forget_count() == forgets:
+            self.pack_cache.put(key, pack)
+        return pack
 
     def _session_start_sections(self) -> list[PackSection]:
         sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
@@ -512,7 +517,12 @@ class LedgerService:
         state: str = self.sync.state()
         index = self.sync.index(timeout=0) if state == "ready" else None
         recorded = self.sync.recorded if state == "not-opened" else None
-        figures = self.sync.figures(timeout=2.0) if index else (recorded.watermark, recorded.points) if recorded else (0, 0)
+        backend, location = "unknown", str(self.paths.index_dir)
+        figures: tuple[int, int] | None = (0, 0)
+        if index:
+            backend, location, figures = index.backend, index.location, self.sync.figures(timeout=2.0)
+        elif recorded:  # the CLI's status, which read what the slot recorded instead of opening it
+            backend, location, figures = recorded.backend, recorded.location, (recorded.watermark, recorded.points)
         if figures is None:  # a rebuild holds the index; report what is known without waiting for it
             state, figures = "busy", (0, 0)
         indexed_rev, points = figures
@@ -529,8 +539,8 @@ class LedgerService:
             project_context_placeholders=placeholder_count(self.project_context.read()),
             session_start_cut=self.session_start_cut(),
             index=IndexStatus(
-                backend=index.backend if index else recorded.backend if recorded else "unknown",
-                location=index.location if index else recorded.location if recorded else str(self.paths.index_dir),
+                backend=backend,
+                location=location,
                 state=state,
                 indexed_rev=indexed_rev,
                 journal_rev=journal_rev,
