@@ -42,7 +42,7 @@ HELLO_SECONDS = 10.0
 REPLAY_SECONDS = 30.0
 CLOSE_SECONDS = 10.0  # after the client closes, the answers still on their way
 RETRY = -32603  # JSON-RPC internal error: what a request gets when the server died before answering it
-TRUE = ("1", "true", "yes", "on")
+TRUE = ("1", "on", "t", "true", "y", "yes")  # what the settings' bool reads as true
 
 
 class Unavailable(Exception):
@@ -84,9 +84,8 @@ def shared_target(args: list[str], environ: Mapping[str, str]) -> tuple[Path, Pa
 class Link:
     """One connection to a shared server, past the hello."""
 
-    def __init__(self, sock: socket.socket, pid: int) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.pid = pid
         self.lines: BinaryIO = sock.makefile("rb")
 
     def open(self) -> bool:
@@ -204,7 +203,7 @@ class Finder:
             with address(self.path) as where:
                 sock.connect(where)
             sock.sendall(json.dumps({"settings": self.fingerprint, "data_dir": str(self.data_dir)}).encode() + b"\n")
-            link = Link(sock, 0)
+            link = Link(sock)
             answer = json.loads(link.lines.readline() or b"null")
         except (OSError, ValueError):
             sock.close()
@@ -215,7 +214,6 @@ class Finder:
                 raise Unavailable(f"the shared server refused: {answer['refused']}")
             return None
         sock.settimeout(None)
-        link.pid = int(answer.get("pid") or 0)
         return link
 
 

@@ -388,17 +388,20 @@ def create_server(
             await anyio.to_thread.run_sync(guard.close)
             await anyio.to_thread.run_sync(handle.close)
 
+    def pack() -> str:
+        return instructions(tools, handle, roots)
+
     app = LedgerServer(
         "project-ledger",
         title="Project Ledger",
         description="A persistent, per-project memory for coding agents: decisions, notes, code symbols and project context, "
         "recalled within a token budget.",
-        instructions=instructions(tools, handle, roots),
+        instructions=pack(),
+        instructions_now=pack,
         version=version(),
         lifespan=lifespan,
         limits=ledger.limits if ledger is not None else limits(settings),
     )
-    app.instructions_now = lambda: instructions(tools, handle, roots)
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)

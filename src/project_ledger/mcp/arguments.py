@@ -49,12 +49,12 @@ REPORTS = frozenset({"status"})
 class LedgerServer(MCPServer):
     """`MCPServer` whose argument errors say what to send, and whose schemas carry the configured bounds."""
 
-    def __init__(self, *args: Any, limits: Limits, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, limits: Limits, instructions_now: Callable[[], str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits
         # The session-start pack as it is now: a server that outlives many sessions (`mcp/shared.py`) gives each its
         # own, not the one computed when it started.
-        self.instructions_now: Callable[[], str] | None = None
+        self.instructions_now = instructions_now
         self._listed: tuple[list[Tool], list[Tool]] | None = None  # (the SDK's list, ours made from it)
 
     async def list_tools(self) -> list[Tool]:

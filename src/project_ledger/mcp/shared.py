@@ -155,8 +155,8 @@ class SharedServer:
         """One MCP session over the connection, read and written as stdio's transport does."""
         lowlevel = self.app._lowlevel_server
         options = lowlevel.create_initialization_options()
-        if self.app.instructions_now is not None:  # this session's pack, not the one from when the server started
-            options = options.model_copy(update={"instructions": await anyio.to_thread.run_sync(self.app.instructions_now)})
+        # this session's pack, not the one from when the server started
+        options = options.model_copy(update={"instructions": await anyio.to_thread.run_sync(self.app.instructions_now)})
         incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         replies, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
         forward, screened = anyio.create_memory_object_stream[SessionMessage | Exception](0)

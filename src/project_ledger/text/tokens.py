@@ -47,7 +47,7 @@ class TokenEstimate(TokenCounter):
     """
 
     def count(self, text: str) -> int:
-        ascii_chars = sum(1 for char in text if char < "\x80")
+        ascii_chars = len(text.encode("ascii", "ignore"))
         return -(-ascii_chars // 3) + len(text.encode("utf-8", "surrogatepass")) - ascii_chars
 
 
