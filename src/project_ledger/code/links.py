@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
-from project_ledger.code.store import CodeStore, content_digest
+from project_ledger.code.rows import content_digest
+from project_ledger.code.store import CodeStore
 from project_ledger.errors import InvalidArgument
 from project_ledger.storage.journal import Anchor
 from project_ledger.text.text_signals import identifier_candidates

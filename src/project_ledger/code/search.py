@@ -1,7 +1,7 @@
 """Hybrid search over code symbols: BM25 on identifier-aware tokens plus dense vectors, in their own shard.
 
 Symbols become searchable by BM25 as soon as they are parsed. Their dense
-vectors are computed in the background (the model is the slow part: about 100
+vectors are computed in the background (the model is the slow part: about 120-145
 symbol texts per CPU second with the code session of `embedding.for_code`, see
 the README's embedding benchmark) and stored in the journal by text hash, so an
 edit re-embeds only the symbols whose text changed. Until the vectors have
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from project_ledger.code.naming import as_one_name, names_in, spellings
-from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, embed_hash, named, scope
+from project_ledger.code.rows import embed_hash
+from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance

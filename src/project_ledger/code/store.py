@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from project_ledger.code.naming import Spelling
-from project_ledger.code.rows import FileRecord, ParsedFile, content_digest, embed_hash, embed_text  # noqa: F401 (links and code search hash with these)
+from project_ledger.code.rows import FileRecord, ParsedFile, embed_text
 from project_ledger.storage.journal import WAIT_SECONDS, storage_error, utc_now
 
 WRITE_CACHE_KIB = 64 * 1024
