@@ -52,9 +52,9 @@ def test_the_secret_pre_check_of_joined_texts_holds_whenever_one_text_would() ->
         if redact(text).text != text:
             assert may_hold_secret(text)
     assert not may_hold_secret("def area(w, h)\nThe area of a rectangle.\nreturn w * h")
-    for n, text in enumerate(texts):
+    for text in texts:  # a text that holds a secret still flags the field it is joined into, among clean ones
         if may_hold_secret(text):
-            assert may_hold_secret("\n".join([*texts[:n], text, *texts[n + 1 :]]))
+            assert may_hold_secret("\n".join(["def area(w, h)", text, "plain words"]))
 
 
 def test_rows_of_a_symbol_with_a_secret_are_redacted_and_the_others_kept_as_they_are() -> None:
