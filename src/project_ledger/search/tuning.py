@@ -34,14 +34,14 @@ class FusionParams:
 # gains on the other half of rich, click and zod at once (README, "Code search").
 CODE_FUSION = FusionParams(k=2, dense_weight=1.5, candidates=20)
 
-# Chosen by `benchmarks/tune_fusion.py` on the project's conversation and LoCoMo dev at once, BM25-only candidates
+# Chosen with `benchmarks/tune_fusion.py` on the project's conversation and LoCoMo dev at once, BM25-only candidates
 # ranked on their cosine too (`fusion.with_meaning`), among the settings that cost neither corpus more than 0.01 of R@5,
-# R@10 or MRR and put an outdated decision first for no more of the project's questions: the BM25 list is that of the
-# query widened with the words its three best hits share (`fusion.with_feedback`), and each of its hits lends 0.5 of
-# its score to the turns next to it (`fusion.with_neighbours`). Against sharing 0.3 without the widened search: LoCoMo
-# R@5/R@10/MRR 0.627/0.741/0.472 -> 0.648/0.762/0.490; the project's corpus 0.810/0.869/0.671 -> 0.810/0.875/0.666.
-# RRF k=5 with the dense list at 0.75 held those too but put an outdated decision first for four questions (README).
-MEMORY_FUSION = FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.5, feedback_hits=3)
+# R@10 or MRR against the fusion before neighbour sharing (k=10, equal weights): the BM25 list is that of the query
+# widened with the words its three best hits share (`fusion.with_feedback`), and each of its hits lends 0.3 of its
+# score to the turns next to it (`fusion.with_neighbours`). It holds every figure of the project's corpus. The
+# script's top pick, the same with the dense list at 0.75, lost that corpus's R@10 under the relevance floor (0.858);
+# sharing 0.5 reached LoCoMo R@10 0.762 but cost the project's corpus 0.014 of MRR (README).
+MEMORY_FUSION = FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.3, feedback_hits=3)
 
 
 @dataclass(frozen=True, kw_only=True)
