@@ -14,12 +14,12 @@ from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeStore
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
+from project_ledger.file_lock import FileLock
 from project_ledger.maintenance.service import MaintenanceService, Services
 from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
 from project_ledger.memory.validation import Limits
 from project_ledger.search.embedding import Embedder, create_embedder, for_code
-from project_ledger.search.file_lock import FileLock
 from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex, SlotState
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync

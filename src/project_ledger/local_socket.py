@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from project_ledger.file_lock import FileLock
+
 SOCKET_NAME = "serve.sock"
 LOCK_NAME = "serve.sock.lock"
 MAX_REQUEST_BYTES = 4 << 20  # a hook's input is a prompt (at most LEDGER_MAX_TEXT_BYTES) and a few paths
@@ -123,27 +125,22 @@ class Listener:
         self.path = socket_path(data_dir)
         self._handler = handler
         self._timeout = timeout
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
     def open(self) -> bool:
         if not SUPPORTED:
             return False
-        import fcntl
-
-        fd = os.open(self.data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # another server on this project listens
-            os.close(fd)
+        lock = FileLock.try_acquire(self.data_dir / LOCK_NAME)
+        if lock is None:  # another server on this project listens
             return False
         try:
             sock = listen_at(self.path, 16)  # a socket file whose lock was free is stale: its server died
         except OSError:
-            os.close(fd)
+            lock.release()
             raise
-        self._lock_fd, self._sock = fd, sock
+        self._lock, self._sock = lock, sock
         self._thread = threading.Thread(target=self._accept, name="ledger-socket", daemon=True)
         self._thread.start()
         return True
@@ -161,9 +158,9 @@ class Listener:
         sock.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _accept(self) -> None:
         while (sock := self._sock) is not None:

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from project_ledger.file_lock import FileLock
 from project_ledger.local_socket import SUPPORTED, address, settings_fingerprint, shared_server_path
 from project_ledger.project_root import DATA_DIR_NAME
 
@@ -131,27 +132,19 @@ class Finder:
             (self.data_dir / "logs").mkdir(exist_ok=True, mode=0o700)
         except OSError as exc:
             raise Unavailable(f"cannot use the data directory {self.data_dir}: {exc}") from None
-        import fcntl
-
         deadline = time.monotonic() + START_SECONDS
-        try:
-            starting = os.open(shared_server_path(self.data_dir, self.fingerprint, ".start"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:  # one proxy at a time starts a server; the others find it up when they get the lock
+            starting = FileLock.acquire_within(shared_server_path(self.data_dir, self.fingerprint, ".start"), START_SECONDS)
         except OSError as exc:
             raise Unavailable(f"cannot write the data directory {self.data_dir}: {exc}") from None
+        if starting is None:
+            raise Unavailable(f"another client has been starting the shared server for {START_SECONDS:g}s")
         try:
-            while True:  # one proxy at a time starts a server; the others find it up when they get the lock
-                try:
-                    fcntl.flock(starting, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError:
-                    if time.monotonic() >= deadline:
-                        raise Unavailable(f"another client has been starting the shared server for {START_SECONDS:g}s") from None
-                    time.sleep(0.05)
             return self._start(deadline)
-        except OSError as exc:  # a lock, the log or the process could not be made
+        except OSError as exc:  # the log or the process could not be made
             raise Unavailable(f"the shared server could not be started: {exc}") from None
         finally:
-            os.close(starting)  # and with it the lock
+            starting.release()
 
     def _start(self, deadline: float) -> Link:
         spawned: subprocess.Popen[bytes] | None = None
@@ -161,7 +154,8 @@ class Finder:
                 return link
             if spawned is not None and spawned.poll() not in (None, 0):
                 raise Unavailable(f"the shared server exited with code {spawned.returncode}; see {self.log_path}")
-            if (spawned is None or spawned.poll() is not None) and not self._owned():
+            owner = shared_server_path(self.data_dir, self.fingerprint, ".lock")  # held while a server starts, serves or lets go
+            if (spawned is None or spawned.poll() is not None) and not FileLock.is_held(owner):
                 spawned = self._spawn()
             time.sleep(0.05)
         raise Unavailable(f"the shared server did not answer within {START_SECONDS:g}s; see {self.log_path}")
@@ -169,19 +163,6 @@ class Finder:
     @property
     def log_path(self) -> Path:
         return self.data_dir / "logs" / "shared-server.log"
-
-    def _owned(self) -> bool:
-        """Whether a server holds the owner's lock (it is starting, serving, or about to let go)."""
-        import fcntl
-
-        fd = os.open(shared_server_path(self.data_dir, self.fingerprint, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         argv = [sys.executable, "-m", "project_ledger", "serve", "--shared-server", "--root", str(self.root)]

@@ -33,6 +33,7 @@ import mcp_types
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.message import SessionMessage
 
+from project_ledger.file_lock import FileLock
 from project_ledger.local_socket import listen_at, same_user, shared_server_path
 from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.stdio import screen
@@ -54,7 +55,7 @@ class SharedServer:
         self.fingerprint = fingerprint
         self.idle_seconds = idle_seconds
         self.path = shared_server_path(data_dir, fingerprint)
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         self._connections = 0
         self._served = False
         self._started = self._quiet_since = time.monotonic()
@@ -80,22 +81,11 @@ class SharedServer:
 
     def _own(self) -> bool:
         """Take the owner's lock (waiting for a server that is closing), and write this pid into it."""
-        import fcntl
-
-        fd = os.open(shared_server_path(self.data_dir, self.fingerprint, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + OWNER_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    return False
-                time.sleep(0.1)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        lock = FileLock.acquire_within(shared_server_path(self.data_dir, self.fingerprint, ".lock"), OWNER_WAIT_SECONDS, 0.1)
+        if lock is None:
+            return False
+        lock.record(str(os.getpid()))
+        self._lock = lock
         return True
 
     def _stop_listening(self, server: asyncio.Server) -> None:
@@ -104,9 +94,9 @@ class SharedServer:
         self._release()
 
     def _release(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     async def _until_idle(self, idle: float) -> None:
         """Until no client has been connected for `idle` seconds (and the one it was started for has come, or

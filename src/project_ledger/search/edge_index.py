@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from project_ledger.search.file_lock import FileLock
+from project_ledger.file_lock import FileLock
 from project_ledger.search.index import (
     DENSE,
     SPARSE,

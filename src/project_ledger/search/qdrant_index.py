@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from project_ledger.search.file_lock import FileLock
+from project_ledger.file_lock import FileLock
 from project_ledger.search.index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType
 from project_ledger.search.sparse import SparseVec
 
