@@ -215,13 +215,11 @@ class SearchIndexes:
             return
         self._paths.index_dir.mkdir(parents=True, exist_ok=True)
         for kind in kinds:
-            lock = FileLock.try_acquire(self._paths.index_dir / f"{SLOT_PREFIXES[kind]}-0.lock")
-            if lock is None:
+            if FileLock.is_held(self._paths.index_dir / f"{SLOT_PREFIXES[kind]}-0.lock"):
                 raise IndexUnavailable(
                     f"the embedded {kind} index in {self._paths.index_dir} is in use by another process, most likely a running "
                     "`project-ledger serve` for this project; stop it and run the migration again"
                 )
-            lock.release()
 
     def client(self) -> tuple[Any, str]:
         """The shared qdrant-client and a description of where it points."""

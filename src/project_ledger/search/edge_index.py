@@ -42,6 +42,15 @@ PERSIST_SECONDS = 1.0  # at most one flush of the shard per second: a flush cost
 MIN_FREE_BYTES = 128 * 2**20
 
 
+def _free_slot(index_dir: Path, prefix: str) -> tuple[Path, FileLock] | None:
+    """The first slot `<prefix>-<n>` no other process holds, and its lock; None when all are held."""
+    for n in range(MAX_SLOTS):
+        lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
+        if lock is not None:
+            return index_dir / f"{prefix}-{n}", lock
+    return None
+
+
 class EdgeIndex:
     """One shard in one folder (`slot`): `shard/` plus `state.json`."""
 
@@ -74,16 +83,15 @@ class EdgeIndex:
     ) -> EdgeIndex:
         """The first slot `<prefix>-<n>` no other process holds, locked for this process's lifetime."""
         index_dir.mkdir(parents=True, exist_ok=True)
-        for n in range(MAX_SLOTS):
-            lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
-            if lock is None:
-                continue
-            try:
-                return cls(index_dir / f"{prefix}-{n}", dim, embedder_identity, payload, lock)
-            except BaseException:
-                lock.release()
-                raise
-        raise RuntimeError(f"all {MAX_SLOTS} index slots in {index_dir} are in use by other processes")
+        free = _free_slot(index_dir, prefix)
+        if free is None:
+            raise RuntimeError(f"all {MAX_SLOTS} index slots in {index_dir} are in use by other processes")
+        slot, lock = free
+        try:
+            return cls(slot, dim, embedder_identity, payload, lock)
+        except BaseException:
+            lock.release()
+            raise
 
     @classmethod
     def read_slot(cls, index_dir: Path, embedder_identity: str, prefix: str = "edge") -> SlotState | None:
@@ -93,21 +101,17 @@ class EdgeIndex:
         None when that is not known without opening it: no free slot, or its state file missing, unreadable, for
         another model, written before it recorded its point count, or naming a shard folder that is gone.
         """
-        if not index_dir.is_dir():
+        free = _free_slot(index_dir, prefix) if index_dir.is_dir() else None
+        if free is None:
             return None
-        for n in range(MAX_SLOTS):
-            lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
-            if lock is None:
-                continue
-            try:
-                slot = index_dir / f"{prefix}-{n}"
-                state = IndexState(slot / "state.json", embedder_identity)
-                if not state.load() or state.points < 0 or not (slot / state.shard).is_dir():
-                    return None
-                return SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
-            finally:
-                lock.release()
-        return None
+        slot, lock = free
+        try:
+            state = IndexState(slot / "state.json", embedder_identity)
+            if not state.load() or state.points < 0 or not (slot / state.shard).is_dir():
+                return None
+            return SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
+        finally:
+            lock.release()
 
     def _open(self) -> None:
         if not self._state.load():
