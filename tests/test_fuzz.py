@@ -161,3 +161,34 @@ async def test_lines_the_sdk_cannot_parse_get_a_json_rpc_error_and_the_server_ca
         process.stdin.close()
         assert process.wait(timeout=60) == 0
         process.stdout.close()
+
+
+async def test_a_client_that_never_says_it_is_initialized_is_still_served_in_full(project: Project) -> None:
+    """The index, model and code scan start once the client sends `notifications/initialized` (so they do not slow
+    the handshake), or a moment later from a client that never sends it: its calls must not wait for ever."""
+    process = subprocess.Popen(
+        [EXECUTABLE, "serve", "--root", str(project.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **project.env},
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    def exchange(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n")
+        process.stdin.flush()
+        return json.loads(process.stdout.readline())
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        assert exchange(1, "initialize", hello)["result"]["serverInfo"]["name"] == "project-ledger"
+        text = "The billing service retries a failed charge three times, then parks it for a human."
+        stored = exchange(2, "tools/call", {"name": "remember", "arguments": {"text": text}})
+        assert stored["result"]["isError"] is False
+        found = exchange(3, "tools/call", {"name": "recall", "arguments": {"query": "how often is a failed charge retried"}})
+        assert found["result"]["structuredContent"]["results"][0]["text"] == text
+    finally:
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+        process.stdout.close()

@@ -17,6 +17,7 @@ from typing import Annotated, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -65,6 +66,7 @@ from project_ledger.text.wording import plural
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+GREETING_SECONDS = 1.0  # a client that never sends `notifications/initialized` gets the background start-up then
 # Sampling is deprecated from protocol 2026-07-28 on; every client in use today negotiates an earlier one.
 warnings.filterwarnings("ignore", message=".*sampling capability is deprecated.*", category=MCPDeprecationWarning)
 
@@ -376,14 +378,29 @@ def create_server(
     tools = LedgerTools(handle, roots, settings.sampling, settings.sampling_timeout_seconds)
 
     guard = ScopeGuard()  # each call within its caller's scope; destructive ones audited
+    greeted = anyio.Event()
+
+    async def start_when_greeted() -> None:
+        """The background start-up (index, model, code scan, tokenizer) spends about a second importing under the
+        interpreter's lock; begun once the client says it is initialized, it does not hold up the handshake."""
+        with anyio.move_on_after(GREETING_SECONDS):
+            await greeted.wait()
+        handle.start()
+
+    async def on_initialized(ctx: ServerRequestContext, params: NotificationParams) -> None:
+        greeted.set()
+        await roots.on_initialized(ctx, params)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
-        handle.start()
         try:
             with alongside(handle.get) if alongside is not None else nullcontext():
-                async with roots.running():
-                    yield handle
+                async with roots.running(), anyio.create_task_group() as starting:
+                    starting.start_soon(start_when_greeted)
+                    try:
+                        yield handle
+                    finally:  # a server closed before its start-up began never starts it
+                        starting.cancel_scope.cancel()
         finally:
             await anyio.to_thread.run_sync(guard.close)
             await anyio.to_thread.run_sync(handle.close)
@@ -403,7 +420,7 @@ def create_server(
         limits=ledger.limits if ledger is not None else limits(settings),
     )
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
-    lowlevel.add_notification_handler("notifications/initialized", NotificationParams, roots.on_initialized)
+    lowlevel.add_notification_handler("notifications/initialized", NotificationParams, on_initialized)
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
     app.middleware.append(guard)
     register(app, tools, settings.code_index)
