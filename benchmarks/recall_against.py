@@ -22,9 +22,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from against import base_sources, git, load, table
 from performance import synthetic_journal
 from readme_table import publish
 
@@ -37,10 +37,6 @@ from pathlib import Path
 from performance import in_process_recall
 print(json.dumps(in_process_recall(Path(sys.argv[2]))))
 """
-
-
-def git(*args: str, check: bool = True) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, cwd=HERE).stdout.strip()
 
 
 def one_run(src: Path, root: Path) -> dict[str, float]:
@@ -62,43 +58,29 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     base, head = git("rev-parse", "--short", args.base), git("rev-parse", "--short", "HEAD")
-    loads = [os.getloadavg()[0]]
-    with tempfile.TemporaryDirectory() as tmp:
+    loads = [load()]
+    with tempfile.TemporaryDirectory() as tmp, base_sources(base) as base_src:
         work = Path(tmp)
-        git("worktree", "add", "--detach", str(work / "base"), base)
-        try:
-            synthetic_journal(work / "journal", args.size)
-            roots = {name: work / f"ledger-{name}" for name in (base, head)}
-            for root in roots.values():
-                shutil.copytree(work / "journal", root)
-            sources = {base: work / "base" / "src", head: SRC}
-            runs: dict[str, list[dict[str, float]]] = {base: [], head: []}
-            for _ in range(args.runs):
-                for name in (base, head):
-                    runs[name].append(one_run(sources[name], roots[name]))
-                    loads.append(os.getloadavg()[0])
-        finally:
-            git("worktree", "remove", "--force", str(work / "base"), check=False)
+        synthetic_journal(work / "journal", args.size)
+        roots = {name: work / f"ledger-{name}" for name in (base, head)}
+        for root in roots.values():
+            shutil.copytree(work / "journal", root)
+        sources = {base: base_src, head: SRC}
+        runs: dict[str, list[dict[str, float]]] = {base: [], head: []}
+        for _ in range(args.runs):
+            for name in (base, head):
+                runs[name].append(one_run(sources[name], roots[name]))
+                loads.append(load())
 
     def median(name: str, key: str) -> float:
         return statistics.median(run[key] for run in runs[name]) * 1000
 
-    rows = [
-        f"| recall at {args.size:,} memories, in-process, no query embedding | {base} | {head} (this checkout) | ratio |",
-        "|---|---|---|---|",
-    ]
-    for key, label in (("p50", "p50"), ("p95", "p95")):
-        before, after = median(base, key), median(head, key)
-        rows.append(f"| {label}, median of {args.runs} runs | {before:.1f} ms | {after:.1f} ms | {after / before:.2f} |")
-    table = "\n".join(
-        [
-            *rows,
-            "",
-            f"Runs interleaved, each in a fresh process. Measured {time.strftime('%Y-%m-%d')}, load average "
-            f"{min(loads):.1f}-{max(loads):.1f}, with `python benchmarks/recall_against.py --base {args.base}`.",
-        ]
-    )
-    publish("recall-against", table, args.write)
+    rows = [(f"{key}, median of {args.runs} runs", median(base, key), median(head, key)) for key in ("p50", "p95")]
+    what = f"recall at {args.size:,} memories, in-process, no query embedding"
+    how = "Runs interleaved, each in a fresh process."
+    command = f"python benchmarks/recall_against.py --base {args.base}"
+    table_text = table(what, base, head, rows, 1, how, command, loads)
+    publish("recall-against", table_text, args.write)
 
 
 if __name__ == "__main__":

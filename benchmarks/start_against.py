@@ -25,14 +25,11 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from against import base_sources, git, load, table
 from readme_table import publish
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
-
-
-def git(*args: str, check: bool = True) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, cwd=HERE).stdout.strip()
 
 
 async def cold_start(src: Path) -> tuple[float, float]:
@@ -57,37 +54,26 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     base, head = git("rev-parse", "--short", args.base), git("rev-parse", "--short", "HEAD")
-    loads = [os.getloadavg()[0]]
+    loads = [load()]
     runs: dict[str, list[tuple[float, float]]] = {base: [], head: []}
-    with tempfile.TemporaryDirectory() as tmp:
-        git("worktree", "add", "--detach", str(Path(tmp) / "base"), base)
-        try:
-            sources = {base: Path(tmp) / "base" / "src", head: SRC}
-            for src in sources.values():  # as an installed package is: without this, the first start compiles
-                subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True, capture_output=True)
-            for _ in range(args.runs):
-                for name in (base, head):
-                    runs[name].append(anyio.run(cold_start, sources[name]))
-                    loads.append(os.getloadavg()[0])
-        finally:
-            git("worktree", "remove", "--force", str(Path(tmp) / "base"), check=False)
+    with base_sources(base) as base_src:
+        sources = {base: base_src, head: SRC}
+        for src in sources.values():  # as an installed package is: without this, the first start compiles
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True, capture_output=True)
+        for _ in range(args.runs):
+            for name in (base, head):
+                runs[name].append(anyio.run(cold_start, sources[name]))
+                loads.append(load())
 
     def median(name: str, at: int) -> float:
         return statistics.median(run[at] for run in runs[name]) * 1000
 
-    rows = [f"| `serve` over stdio, spawned cold, median of {args.runs} | {base} | {head} (this checkout) | ratio |", "|---|---|---|---|"]
-    for at, label in ((0, "`initialize` answered"), (1, "first `recall` answered")):
-        before, after = median(base, at), median(head, at)
-        rows.append(f"| {label} | {before:.0f} ms | {after:.0f} ms | {after / before:.2f} |")
-    table = "\n".join(
-        [
-            *rows,
-            "",
-            f"Runs interleaved, each in a fresh data directory. Measured {time.strftime('%Y-%m-%d')}, load average "
-            f"{min(loads):.1f}-{max(loads):.1f}, with `python benchmarks/start_against.py --base {args.base}`.",
-        ]
-    )
-    publish("start-against", table, args.write)
+    rows = [(label, median(base, at), median(head, at)) for at, label in ((0, "`initialize` answered"), (1, "first `recall` answered"))]
+    what = f"`serve` over stdio, spawned cold, median of {args.runs}"
+    how = "Runs interleaved, each in a fresh data directory."
+    command = f"python benchmarks/start_against.py --base {args.base}"
+    table_text = table(what, base, head, rows, 0, how, command, loads)
+    publish("start-against", table_text, args.write)
 
 
 if __name__ == "__main__":

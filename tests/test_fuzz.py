@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -119,9 +121,26 @@ async def test_generated_calls_to_every_tool_get_an_answer_and_leave_the_ledger_
         assert (await ledger.recall("written after the fuzzing"))[0]["id"] == stored
 
 
-async def test_lines_the_sdk_cannot_parse_get_a_json_rpc_error_and_the_server_carries_on(project: Project) -> None:
-    """Raw JSON-RPC on the server's stdin: the official client cannot send these (it refuses to encode a lone
-    surrogate), which is exactly why a hostile or broken client must be simulated byte by byte."""
+class RawClient:
+    """`serve` over stdio, driven line by line."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._stdin, self._stdout = process.stdin, process.stdout
+
+    def send(self, line: str) -> None:
+        self._stdin.write(line.encode() + b"\n")
+        self._stdin.flush()
+
+    def exchange(self, line: str) -> dict[str, Any]:
+        """Send a line and parse the server's next one."""
+        self.send(line)
+        return json.loads(self._stdout.readline())
+
+
+@contextmanager
+def raw_server(project: Project) -> Iterator[RawClient]:
+    """A client that writes JSON-RPC bytes itself. The server must exit cleanly once its stdin closes."""
     process = subprocess.Popen(
         [EXECUTABLE, "serve", "--root", str(project.root)],
         stdin=subprocess.PIPE,
@@ -129,20 +148,35 @@ async def test_lines_the_sdk_cannot_parse_get_a_json_rpc_error_and_the_server_ca
         stderr=subprocess.DEVNULL,
         env={**os.environ, **project.env},
     )
-    assert process.stdin is not None and process.stdout is not None
+    try:
+        yield RawClient(process)
+    finally:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+        process.stdout.close()
 
-    def exchange(line: str) -> dict[str, Any]:
-        process.stdin.write(line.encode() + b"\n")
-        process.stdin.flush()
-        return json.loads(process.stdout.readline())
+
+def initialize(request_id: int) -> str:
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": hello})
+
+
+def tool_call(request_id: int, tool: str, arguments: str) -> str:
+    return f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}'
+
+
+async def test_lines_the_sdk_cannot_parse_get_a_json_rpc_error_and_the_server_carries_on(project: Project) -> None:
+    """Raw JSON-RPC on the server's stdin: the official client cannot send these (it refuses to encode a lone
+    surrogate), which is exactly why a hostile or broken client must be simulated byte by byte."""
 
     def call(request_id: int, arguments: str) -> str:
-        return f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":{{"name":"remember","arguments":{arguments}}}}}'
+        return tool_call(request_id, "remember", arguments)
 
-    try:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        assert exchange(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
-        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    with raw_server(project) as client:
+        exchange = client.exchange
+        assert exchange(initialize(1))["id"] == 1
+        client.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
         surrogate = exchange(call(2, '{"text":"half an emoji: \\ud83d, alone"}'))
         assert surrogate["id"] == 2 and "unpaired UTF-16 surrogate" in surrogate["error"]["message"]
@@ -157,38 +191,15 @@ async def test_lines_the_sdk_cannot_parse_get_a_json_rpc_error_and_the_server_ca
 
         stored = exchange(call(6, '{"text":"Still serving after all that."}'))
         assert stored["id"] == 6 and stored["result"]["isError"] is False
-    finally:
-        process.stdin.close()
-        assert process.wait(timeout=60) == 0
-        process.stdout.close()
 
 
 async def test_a_client_that_never_says_it_is_initialized_is_still_served_in_full(project: Project) -> None:
     """The index, model and code scan start once the client sends `notifications/initialized` (so they do not slow
     the handshake), or a moment later from a client that never sends it: its calls must not wait for ever."""
-    process = subprocess.Popen(
-        [EXECUTABLE, "serve", "--root", str(project.root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **project.env},
-    )
-    assert process.stdin is not None and process.stdout is not None
-
-    def exchange(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n")
-        process.stdin.flush()
-        return json.loads(process.stdout.readline())
-
-    try:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
-        assert exchange(1, "initialize", hello)["result"]["serverInfo"]["name"] == "project-ledger"
-        text = "The billing service retries a failed charge three times, then parks it for a human."
-        stored = exchange(2, "tools/call", {"name": "remember", "arguments": {"text": text}})
-        assert stored["result"]["isError"] is False
-        found = exchange(3, "tools/call", {"name": "recall", "arguments": {"query": "how often is a failed charge retried"}})
+    text = "The billing service retries a failed charge three times, then parks it for a human."
+    with raw_server(project) as client:
+        exchange = client.exchange
+        assert exchange(initialize(1))["result"]["serverInfo"]["name"] == "project-ledger"
+        assert exchange(tool_call(2, "remember", json.dumps({"text": text})))["result"]["isError"] is False
+        found = exchange(tool_call(3, "recall", json.dumps({"query": "how often is a failed charge retried"})))
         assert found["result"]["structuredContent"]["results"][0]["text"] == text
-    finally:
-        process.stdin.close()
-        assert process.wait(timeout=60) == 0
-        process.stdout.close()
