@@ -142,6 +142,7 @@ def test_a_turn_the_superseded_decision_restates_is_outdated_whatever_its_vector
         2: turn("t2", "rate limits: what do other billing APIs do about bursts?"),  # shares one word only
         3: turn("t3", "100 requests per second per key, fixed window.", session="s2"),  # another session
         4: turn("t4", "100 requests per second per key, fixed window.", age_days=0.5),  # said after it
+        5: turn("t5", "100 requests per second per key, fixed window.", session="s3"),  # only an old gist says it again
     }
     old = memory("m10", "decision", age_days=1, session="s1", superseded_by="m11")
     retired = {
@@ -149,7 +150,9 @@ def test_a_turn_the_superseded_decision_restates_is_outdated_whatever_its_vector
             update={"text": "Rate limit: fixed window, 100 requests per second per API key; 429 with Retry-After: 1."}
         )
     }
-    far = {seq: unit(0, 0, 1) for seq in turns} | {10: unit(1, 0, 0)}
+    gist = memory("m20", "summary", age_days=1, session="s3", superseded_by="m21")  # replaced by the next gist
+    retired[20] = gist.model_copy(update={"text": retired[10].text})
+    far = {seq: unit(0, 0, 1) for seq in turns} | {10: unit(1, 0, 0), 20: unit(1, 0, 0)}
     assert outdated_turns(turns, retired, far, similarity=0.6, wording=0.7) == {1: "m11"}
     assert outdated_turns(turns, retired, {}, similarity=0.6, wording=0.7) == {1: "m11"}  # no vectors yet
     assert outdated_turns(turns, retired, far, similarity=0.6, wording=1.01) == {}

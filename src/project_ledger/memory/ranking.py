@@ -81,10 +81,11 @@ def outdated_turns(
     source of a retired memory when it is from the same session, came before
     it, and either is at least `similarity` close in meaning (unit vectors
     assumed) or has at least `wording` of its content words, two or more, in
-    the memory's text. The second test needs no vectors, so it holds while
-    vectors are missing or being re-made, and it does not flip with vector
-    noise: "100 requests per second per key, fixed window" is 0.597 close to
-    the decision that restates it, just under a 0.6 similarity.
+    the memory's text (unless it is a session gist). The second test needs no
+    vectors, so it holds while vectors are missing or being re-made, and it
+    does not flip with vector noise: "100 requests per second per key, fixed
+    window" is 0.597 close to the decision that restates it, just under a 0.6
+    similarity.
     """
     found: dict[int, str] = {}
     for seq, turn in turns.items():
@@ -93,7 +94,11 @@ def outdated_turns(
             if old.superseded_by is None or old.session != turn.session or old.created_at < turn.created_at:
                 continue
             close = seq in vectors and old_seq in vectors and float(vectors[seq] @ vectors[old_seq]) >= similarity
-            restated = len(shared := words & content_words(old.text)) >= 2 and len(shared) >= wording * len(words)
+            restated = (
+                old.kind != "summary"  # a gist is made of the session's turns and replaced by the next gist, not a change
+                and len(shared := words & content_words(old.text)) >= 2
+                and len(shared) >= wording * len(words)
+            )
             if close or restated:
                 found[seq] = old.superseded_by
                 break
