@@ -129,8 +129,50 @@ def test_a_turn_that_stated_a_since_superseded_decision_is_outdated() -> None:
     retired = {10: memory("m10", "decision", age_days=1, session="s1", superseded_by="m11")}
     close, far = unit(1, 0.1, 0), unit(0, 0, 1)
     vectors = {1: close, 2: close, 3: close, 4: far, 10: unit(1, 0, 0)}
-    assert outdated_turns(turns, retired, vectors, similarity=0.6) == {1: "m11"}
-    assert outdated_turns(turns, retired, vectors, similarity=0.999) == {}
+    assert outdated_turns(turns, retired, vectors, similarity=0.6, wording=0.7) == {1: "m11"}
+    assert outdated_turns(turns, retired, vectors, similarity=0.999, wording=0.7) == {}
+
+
+def test_a_turn_the_superseded_decision_restates_is_outdated_whatever_its_vector() -> None:
+    def turn(memory_id: str, text: str, session: str = "s1", age_days: float = 2) -> Memory:
+        return memory(memory_id, "turn", age_days=age_days, session=session).model_copy(update={"text": text})
+
+    turns = {
+        1: turn("t1", "100 requests per second per key, fixed window. 429 with Retry-After."),
+        2: turn("t2", "rate limits: what do other billing APIs do about bursts?"),  # shares one word only
+        3: turn("t3", "100 requests per second per key, fixed window.", session="s2"),  # another session
+        4: turn("t4", "100 requests per second per key, fixed window.", age_days=0.5),  # said after it
+        5: turn("t5", "100 requests per second per key, fixed window.", session="s3"),  # only an old gist says it again
+    }
+    old = memory("m10", "decision", age_days=1, session="s1", superseded_by="m11")
+    retired = {
+        10: old.model_copy(
+            update={"text": "Rate limit: fixed window, 100 requests per second per API key; 429 with Retry-After: 1."}
+        )
+    }
+    gist = memory("m20", "summary", age_days=1, session="s3", superseded_by="m21")  # replaced by the next gist
+    retired[20] = gist.model_copy(update={"text": retired[10].text})
+    far = {seq: unit(0, 0, 1) for seq in turns} | {10: unit(1, 0, 0), 20: unit(1, 0, 0)}
+    assert outdated_turns(turns, retired, far, similarity=0.6, wording=0.7) == {1: "m11"}
+    assert outdated_turns(turns, retired, {}, similarity=0.6, wording=0.7) == {1: "m11"}  # no vectors yet
+    assert outdated_turns(turns, retired, far, similarity=0.6, wording=1.01) == {}
+
+
+def test_an_outdated_item_never_ranks_above_what_replaced_it_outside_a_time_window() -> None:
+    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7), Hit(4, 0.6)], sparse=[Hit(1, 9.0), Hit(5, 8.0)])
+    memories = {
+        1: memory("t1", "turn"),  # both lists rank it first: even at ×0.7 it would beat m4
+        2: memory("m2", "decision", superseded_by="m3"),  # replaced by m3, itself replaced by m4
+        3: memory("m3", "decision", superseded_by="m4"),
+        4: memory("m4", "decision"),
+        5: memory("m5"),
+    }
+    kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp(), floor=0.0, outdated={1: "m4"})
+    assert [item.memory.id for item in kept] == ["m5", "m4", "t1", "m3", "m2"]
+    windowed, _ = rank(
+        found, memories, {}, for_window(PARAMS, SearchFilter(since=0.0)), NOW.timestamp(), floor=0.0, outdated={1: "m4"}
+    )
+    assert next(item.memory.id for item in windowed) == "t1"  # what was said then is what is asked for
 
 
 def test_a_captured_memory_and_its_turn_take_one_place_the_better_of_the_two() -> None:

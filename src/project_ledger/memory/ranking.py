@@ -26,7 +26,7 @@ from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
-from project_ledger.text.text_signals import mentions
+from project_ledger.text.text_signals import content_words, mentions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,7 +67,11 @@ def for_window(params: RankingParams, where: SearchFilter) -> RankingParams:
 
 
 def outdated_turns(
-    turns: Mapping[int, Memory], retired: Mapping[int, Memory], vectors: Mapping[int, np.ndarray], similarity: float
+    turns: Mapping[int, Memory],
+    retired: Mapping[int, Memory],
+    vectors: Mapping[int, np.ndarray],
+    similarity: float,
+    wording: float,
 ) -> dict[int, str]:
     """Turns that stated what a superseded memory recorded: {turn seq: id of the memory that replaced it}.
 
@@ -75,20 +79,27 @@ def outdated_turns(
     is superseded, those turns still say the old thing in the same words, and
     would outrank the new decision for the same question. A turn counts as a
     source of a retired memory when it is from the same session, came before
-    it, and is at least `similarity` close in meaning (unit vectors assumed).
+    it, and either is at least `similarity` close in meaning (unit vectors
+    assumed) or has at least `wording` of its content words, two or more, in
+    the memory's text (unless it is a session gist). The second test needs no
+    vectors, so it holds while vectors are missing or being re-made, and it
+    does not flip with vector noise: "100 requests per second per key, fixed
+    window" is 0.597 close to the decision that restates it, just under a 0.6
+    similarity.
     """
     found: dict[int, str] = {}
     for seq, turn in turns.items():
-        if seq not in vectors:
-            continue
+        words = content_words(turn.text)
         for old_seq, old in retired.items():
-            if (
-                old.superseded_by is not None
-                and old.session == turn.session
-                and old.created_at >= turn.created_at
-                and old_seq in vectors
-                and float(vectors[seq] @ vectors[old_seq]) >= similarity
-            ):
+            if old.superseded_by is None or old.session != turn.session or old.created_at < turn.created_at:
+                continue
+            close = seq in vectors and old_seq in vectors and float(vectors[seq] @ vectors[old_seq]) >= similarity
+            restated = (
+                old.kind != "summary"  # a gist is made of the session's turns and replaced by the next gist, not a change
+                and len(shared := words & content_words(old.text)) >= 2
+                and len(shared) >= wording * len(words)
+            )
+            if close or restated:
                 found[seq] = old.superseded_by
                 break
     return found
@@ -198,7 +209,38 @@ def rank(
             ),
         )
         (kept if item.relevance >= floor or hit.seq in exact else dropped).append(item)
-    return sorted(kept, key=_order), sorted(dropped, key=_order)
+    kept, dropped = sorted(kept, key=_order), sorted(dropped, key=_order)
+    if params.superseded_factor < 1.0:  # 1.0 in a time window (`for_window`): later changes do not count there
+        return after_successors(kept), after_successors(dropped)
+    return kept, dropped
+
+
+def after_successors(ranked: Sequence[Ranked]) -> list[Ranked]:
+    """Each superseded memory or outdated turn moved to just after what replaced it, when that ranks lower.
+
+    The outdated factor only scales a score. A stale turn that both lists rank high can still beat its successor,
+    found by one list only, and whether it does turns on a few thousandths of cosine similarity: vector noise.
+    A supersession link is explicit, so when both are candidates it decides their order outright. The rest keep
+    their order.
+    """
+    present = {item.memory.id for item in ranked}
+    waiting: dict[str, list[Ranked]] = {}
+    ordered: list[Ranked] = []
+    placed: set[str] = set()
+
+    def place(item: Ranked) -> None:
+        ordered.append(item)
+        placed.add(item.memory.id)
+        for later in waiting.pop(item.memory.id, []):
+            place(later)
+
+    for item in ranked:
+        successor = item.outdated_by or item.memory.superseded_by
+        if successor in present and successor not in placed:
+            waiting.setdefault(successor, []).append(item)
+        else:
+            place(item)
+    return ordered
 
 
 def rare_exact(memories: Mapping[int, Memory], candidates: set[int], terms: Sequence[str], most: int) -> set[int]:

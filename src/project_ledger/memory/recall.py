@@ -213,7 +213,7 @@ class Recall:
         for seq, blob in self.journal.vectors([*turns, *retired], self.sync.embedder.identity).items():
             vector = np.frombuffer(blob, dtype=np.float32)
             vectors[seq] = vector / (np.linalg.norm(vector) or 1.0)
-        found = outdated_turns(turns, retired, vectors, self.params.outdated_turn_similarity)
+        found = outdated_turns(turns, retired, vectors, self.params.outdated_turn_similarity, self.params.outdated_turn_wording)
         seq_of = {m.id: seq for seq, m in turns.items()}
         for child, (parent, *_) in parents.items():
             pair = (seq_of.get(child), seq_of.get(parent))
