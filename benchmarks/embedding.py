@@ -12,17 +12,17 @@ chunks its caller uses (the code search worker's EMBED_BATCH, the index sync's E
 Ways of embedding, run interleaved (`--runs` rounds, medians):
 - before: the bundled model through fastembed (`FastEmbedEmbedder`, ONNX Runtime's arena on, batches of 8
   texts by character length, spread over all cores), as the ledger ran it before;
-- float, 256 tokens (symbols only): `OnnxEmbedder.embed_documents` on all cores, how code symbols were embedded
-  before they got their own way (memories still are);
+- float, 256 tokens: `OnnxEmbedder`'s float session (the one queries run on) on all cores, how code symbols
+  were embedded before they got their own way, and memories before they moved to the integer session;
 - shipped: what the server runs (`create_embedder`, all cores): ONNX Runtime directly, batches of at most 256
-  padded tokens, arena off; for symbols `for_code` (`OnnxEmbedder.embed_code`: integer matrix products, texts
-  cut at 128 tokens), for memories `embed_documents`;
+  padded tokens, arena off, integer matrix products; for symbols `for_code` (`OnnxEmbedder.embed_code`: texts
+  cut at 128 tokens), for memories `embed_documents` (cut at 256 tokens);
 - shipped, 1 core: the same with LEDGER_EMBED_THREADS=1.
 
 CPU seconds (`time.process_time`, every thread of this process) hold up on a loaded machine; texts per wall
 second do not, so the load average is printed beside them. The vectors of the ways are compared to the
-first way's (smallest cosine): equal vectors mean equal search quality. Code symbols' vectors differ by design;
-`benchmarks/code_search.py` measures what that does to code search.
+first way's (smallest cosine): equal vectors mean equal search quality. The shipped vectors differ by design;
+`benchmarks/code_search.py`, `retrieval.py` and `locomo.py` measure what that does to search.
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ from project_ledger.code.search import EMBED_BATCH as SYMBOL_CHUNK
 from project_ledger.code.store import _SYMBOL_COLUMNS, _symbol
 from project_ledger.search.embedding import (
     DEFAULT_MODEL,
+    MAX_TOKENS,
     OFFLINE_IDENTITY,
     FastEmbedEmbedder,
+    OnnxEmbedder,
     create_embedder,
     for_code,
     prepare_offline_model,
@@ -95,12 +97,17 @@ def before(cache: Path) -> Embed:
     return embedder.embed_documents
 
 
-def shipped(cache: Path, threads: int | None) -> tuple[Embed, Embed]:
-    """What the server embeds code symbols with, and memories."""
+def shipped(cache: Path, threads: int | None) -> tuple[Embed, Embed, Embed]:
+    """What the server embeds code symbols with, and memories; and the float session queries run on."""
     embedder = create_embedder(None, None, cache, threads)
     if not embedder.load():
         raise SystemExit(f"the embedding model did not load: {embedder.detail}")
-    return for_code(embedder).embed_documents, embedder.embed_documents
+    assert isinstance(embedder, OnnxEmbedder)
+
+    def floats(texts: Sequence[str]) -> list[np.ndarray]:
+        return embedder._embed(texts, embedder._session, MAX_TOKENS)  # the float session, batched as documents are
+
+    return for_code(embedder).embed_documents, embedder.embed_documents, floats
 
 
 @dataclass
@@ -166,27 +173,23 @@ def main() -> None:
         sets[f"{label} symbols"] = (symbol_texts(root, args.work / "embedding-data" / root.name, args.texts), SYMBOL_CHUNK, True)
     sets["memories"] = (memory_texts(args.texts), MEMORY_CHUNK, False)
     fastembed = before(cache)
-    code, memories = shipped(cache, None)
-    code_1, memories_1 = shipped(cache, 1)
-    ways: dict[str, tuple[Embed | None, Embed]] = {  # symbols (None: not a way for them), memories
+    code, memories, floats = shipped(cache, None)
+    code_1, memories_1, _ = shipped(cache, 1)
+    ways: dict[str, tuple[Embed, Embed]] = {  # symbols, memories
         BEFORE: (fastembed, fastembed),
-        FLOAT: (memories, memories),
+        FLOAT: (floats, floats),
         "shipped (all cores)": (code, memories),
         "shipped (1 core)": (code_1, memories_1),
     }
     for pair in ways.values():  # warm-up
         for embed in pair:
-            if embed is not None:
-                embed(["def warm_up(self) -> None", "a first memory"])
+            embed(["def warm_up(self) -> None", "a first memory"])
     loads = [load()]
     samples: dict[tuple[str, str], list[Sample]] = {}
     for run in range(args.runs):
         for set_name, (texts, chunk, is_code) in sets.items():
             for way, (for_symbols, for_memories) in ways.items():
-                if way == FLOAT and not is_code:
-                    continue  # memories are embedded this way: the shipped rows
                 embed = for_symbols if is_code else for_memories
-                assert embed is not None
                 sample = timed(embed, texts, chunk)
                 samples.setdefault((set_name, way), []).append(sample)
                 log(f"run {run + 1} {set_name} / {way}: {sample.seconds:.1f} s, {sample.cpu:.1f} CPU s, load {load()}")

@@ -479,13 +479,15 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_symbols_embedded_under_an_earlier_model_identity_are_embedded_again_and_memories_are_not(project: Project) -> None:
+def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbols_and_memories_apart(project: Project) -> None:
     """Code symbols have their own embedding identity (`CODE_IDENTITY`): a ledger whose symbol vectors were stored
-    under the memories' identity, as before symbols got their own way of embedding, embeds its symbols again,
-    while the memories' vectors stay as they are."""
+    under the float session's identity, as before symbols got their own way of embedding, embeds its symbols
+    again, while the memories' vectors stay as they are. Memories moved to the integer session too
+    (`MEMORY_IDENTITY`): a ledger whose memory vectors are the float session's finds its memories meanwhile,
+    embeds them again and keeps the earlier vectors."""
     import sqlite3
 
-    from project_ledger.search.embedding import CODE_IDENTITY, OFFLINE_IDENTITY
+    from project_ledger.search.embedding import CODE_IDENTITY, MEMORY_IDENTITY, OFFLINE_IDENTITY
 
     copy_fixtures(project.root, ("python",))
     cli(project, "remember", "the build uses make, not ninja")
@@ -502,7 +504,7 @@ def test_symbols_embedded_under_an_earlier_model_identity_are_embedded_again_and
             db.close()
 
     memory_vectors = rows("SELECT seq, model, vector FROM embeddings ORDER BY seq")
-    assert [model for _, model, _ in memory_vectors] == [OFFLINE_IDENTITY]
+    assert [model for _, model, _ in memory_vectors] == [MEMORY_IDENTITY]
     code_vectors = rows("SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
     assert {model for _, model, _ in code_vectors} == {CODE_IDENTITY}
 
@@ -516,3 +518,18 @@ def test_symbols_embedded_under_an_earlier_model_identity_are_embedded_again_and
     renewed = rows(f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{CODE_IDENTITY}' ORDER BY embed_hash")
     assert [(h, v) for h, _, v in renewed] == [(h, v) for h, _, v in code_vectors]  # the same text, the same vector
     assert rows("SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors
+
+    db = sqlite3.connect(journal)
+    with db:
+        db.execute("UPDATE embeddings SET model = ?", (OFFLINE_IDENTITY,))  # what the previous version stored
+    db.close()
+    assert cli(project, "status", "--json")["index"]["missing_embeddings"] == 1
+    found = cli(project, "recall", "which build tool", "--json")["results"]
+    assert "make, not ninja" in found[0]["text"]  # found while (or before) its vector is made again
+    cli(project, "reindex")
+    assert cli(project, "status", "--json")["index"]["missing_embeddings"] == 0
+    stored = rows("SELECT seq, model, vector FROM embeddings ORDER BY model")
+    assert [(seq, model) for seq, model, _ in stored] == sorted(
+        [(memory_vectors[0][0], OFFLINE_IDENTITY), (memory_vectors[0][0], MEMORY_IDENTITY)], key=lambda row: row[1]
+    )
+    assert {model: vector for _, model, vector in stored}[OFFLINE_IDENTITY] == memory_vectors[0][2]  # nothing lost

@@ -43,7 +43,7 @@ MAX_EMBED_CHARS = 2_000
 MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
 CODE_MAX_TOKENS = 128  # a code symbol's text is cut here: its kind, name, signature and docstring come first
 DOCUMENT_BATCH = 8
-CODE_SESSION_IDLE_SECONDS = 120.0  # the code session is dropped after this long without a symbol to embed
+CODE_SESSION_IDLE_SECONDS = 120.0  # the integer session is dropped after this long without a text to embed
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
 WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
@@ -76,6 +76,9 @@ OFFLINE_IDENTITY = f"{DEFAULT_MODEL}@int8-onnx-{OFFLINE_ONNX.sha256[:12]}"
 # Code symbols' vectors come from the same model with integer matrix products and texts cut at CODE_MAX_TOKENS
 # (`OnnxEmbedder.embed_code`): another identity, so a ledger's code index re-embeds its symbols in the background.
 CODE_IDENTITY = f"{OFFLINE_IDENTITY}+code-int8-{CODE_MAX_TOKENS}"
+# Memories' vectors come from the same integer session, texts cut at MAX_TOKENS as before (`embed_documents`);
+# queries stay on the float session. Another identity, so a ledger re-embeds its memories in the background.
+MEMORY_IDENTITY = f"{OFFLINE_IDENTITY}+int8-{MAX_TOKENS}"
 
 
 def _sha256(path: Path) -> str:
@@ -283,8 +286,10 @@ class _LazyEmbedder:
 
 
 class OnnxEmbedder(_LazyEmbedder):
-    """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly, computing what fastembed
-    computes for it (tokens cut at 256, mean of the token vectors over the attention mask, unit length).
+    """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly. Queries get what fastembed
+    computes for it (tokens cut at 256, mean of the token vectors over the attention mask, unit length);
+    memories and code symbols the same from a session with integer matrix products (`embed_documents`,
+    `embed_code`).
 
     Not through fastembed: importing it takes 31 MB more than its three dependencies (a fresh process gets
     its first query vector in about twice the time through it), and its session keeps ONNX Runtime's memory
@@ -295,12 +300,12 @@ class OnnxEmbedder(_LazyEmbedder):
     """
 
     def __init__(self, threads: int) -> None:
-        super().__init__(DEFAULT_MODEL, OFFLINE_IDENTITY, threads)
+        super().__init__(DEFAULT_MODEL, MEMORY_IDENTITY, threads)
         self._session: ort.InferenceSession | None = None
         self._code_session: ort.InferenceSession | None = None
         self._code_lock = threading.Lock()
         self._code_calls = 0  # `embed_code` calls running
-        self._code_timer: threading.Timer | None = None  # drops the code session once it has been idle
+        self._code_timer: threading.Timer | None = None  # drops the integer session once it has been idle
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
 
@@ -319,8 +324,8 @@ class OnnxEmbedder(_LazyEmbedder):
         _release_freed_memory()  # the graph optimiser's copies of the weights
 
     def _open_code(self) -> ort.InferenceSession:
-        """The session `embed_code` runs, made on its first call (a process that embeds no code never pays for it),
-        counted as in use until `_close_code`."""
+        """The integer session `embed_code` and `embed_documents` run, made on their first call (a process that
+        only searches never pays for it), counted as in use until `_close_code`."""
         with self._code_lock:
             if self._code_timer is not None:
                 self._code_timer.cancel()
@@ -336,7 +341,7 @@ class OnnxEmbedder(_LazyEmbedder):
             return self._code_session
 
     def _close_code(self) -> None:
-        """The end of an `embed_code` call: the last one running starts the idle timer."""
+        """The end of a call on the integer session: the last one running starts the idle timer."""
         with self._code_lock:
             self._code_calls -= 1
             if self._code_calls == 0:
@@ -345,8 +350,9 @@ class OnnxEmbedder(_LazyEmbedder):
                 self._code_timer.start()
 
     def _drop_idle_code_session(self) -> None:
-        """Let the code session go (about 35 MB) once no symbol was embedded for CODE_SESSION_IDLE_SECONDS; the
-        next `embed_code` makes it again (about 0.15 s of CPU). A call running or a newer timer keeps it."""
+        """Let the integer session go (about 35 MB) once nothing was embedded for CODE_SESSION_IDLE_SECONDS; the
+        next `embed_code` or `embed_documents` makes it again (about 0.15 s of CPU). A call running or a newer
+        timer keeps it."""
         with self._code_lock:
             if self._code_calls or self._code_timer is not threading.current_thread():
                 return
@@ -358,10 +364,16 @@ class OnnxEmbedder(_LazyEmbedder):
         return self._code_session is not None
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Batches of similar length, at most DOCUMENT_BATCH texts and MAX_BATCH_TOKENS padded tokens each."""
+        """Vectors for memories (under MEMORY_IDENTITY): the integer session of `embed_code`, texts cut at
+        MAX_TOKENS, in batches of similar length, at most DOCUMENT_BATCH texts and MAX_BATCH_TOKENS padded tokens
+        each. Queries keep the float session (`_embed_query`); recall quality did not drop on either corpus
+        (`benchmarks/retrieval.py`, `benchmarks/locomo.py`)."""
+        return self._embed_integer(texts, MAX_TOKENS)
+
+    def _embed_query(self, text: str) -> np.ndarray:
         self._require()
         assert self._session is not None
-        return self._embed(texts, self._session, MAX_TOKENS)
+        return self._embed([text], self._session, MAX_TOKENS)[0]
 
     def embed_code(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for code symbols' texts (under CODE_IDENTITY): cut at CODE_MAX_TOKENS and run with integer
@@ -372,10 +384,13 @@ class OnnxEmbedder(_LazyEmbedder):
         memories are searched with: one vector serves both searches of a `context` call, and docstring-to-symbol
         MRR@10 did not drop (`benchmarks/code_search.py`).
         """
+        return self._embed_integer(texts, CODE_MAX_TOKENS)
+
+    def _embed_integer(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
         self._require()
         session = self._open_code()
         try:
-            return self._embed(texts, session, CODE_MAX_TOKENS)
+            return self._embed(texts, session, max_tokens)
         finally:
             del session  # the idle timer's drop must be the last reference
             self._close_code()
