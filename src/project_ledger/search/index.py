@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from project_ledger.search.sparse import SparseVec
 
-STATE_FORMAT = 2  # 2: BM25 vectors also hold whole identifiers (`sparse.whole_identifiers`)
+STATE_FORMAT = 3  # 2: BM25 vectors also hold whole identifiers (`sparse.whole_identifiers`); 3: shards without a WAL
 DENSE = "dense"
 SPARSE = "bm25"
 PayloadType = Literal["keyword", "integer", "float"]
