@@ -162,3 +162,14 @@ def test_the_byte_bound_never_counts_fewer_tokens_than_the_encoding() -> None:
     real, bound = TokenCounter(), TokenBound()
     for text in [*ESTIMATED_TEXTS, "".join(f"{n:x}" for n in range(4000)), "\U0001f680" * 50, "\ud800 lone surrogate"]:
         assert bound.count(text) >= real.count(text), text
+
+
+def test_the_counter_counts_as_tiktokens_own_encoding_does() -> None:
+    import tiktoken
+
+    from project_ledger.text.tokens import ENCODING
+
+    real, reference = TokenCounter(), tiktoken.get_encoding(ENCODING)
+    source = Path(tiktoken.__file__).read_text()
+    for text in [*ESTIMATED_TEXTS, source, "<|endoftext|> is plain text here", "\ud800 lone surrogate", " \n\t  "]:
+        assert real.count(text) == len(reference.encode(text, disallowed_special=())), text[:40]

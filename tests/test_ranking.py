@@ -228,3 +228,12 @@ def test_only_neighbouring_turns_the_search_filter_admits_may_join() -> None:
     assert admitted_neighbours(around, memories, recent) == {10: [1]}
     assert admitted_neighbours(around, memories, SearchFilter(kinds=["decision"])) == {}
     assert admitted_neighbours(around, memories, SearchFilter(include_superseded=True, session="s1")) == {10: [1, 2], 11: [3, 4]}
+
+
+def test_every_field_a_search_filters_on_has_a_payload_index() -> None:
+    from project_ledger.code.search import CODE_PAYLOAD, code_filter
+    from project_ledger.search.index import MEMORY_PAYLOAD
+
+    widest = SearchFilter(kinds=["note"], tags=["t"], session="s", since=0.0, until=1.0)
+    assert {match.field for match in widest.conditions()} == set(MEMORY_PAYLOAD)
+    assert {match.field for match in code_filter("python", "src/")} == set(CODE_PAYLOAD)

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from project_ledger.search.index import STATE_FORMAT
+
 from .conftest import Project, connect, serve
 
 pytestmark = pytest.mark.anyio
@@ -103,8 +105,10 @@ async def test_an_index_built_by_an_older_format_is_rebuilt_and_then_finds_whole
         await ledger.settled()
     states = list(project.data_dir.rglob("state.json"))
     assert states
-    for state in states:  # as an index written before whole identifiers were indexed
-        state.write_text(state.read_text().replace('"format": 2', '"format": 1'))
+    for state in states:  # as an index written by the format before this one
+        written = state.read_text()
+        assert f'"format": {STATE_FORMAT}' in written
+        state.write_text(written.replace(f'"format": {STATE_FORMAT}', f'"format": {STATE_FORMAT - 1}'))
     async with connect(project) as ledger:
         await ledger.settled()
         hits = await ledger.recall("--retry-export-window", k=1)

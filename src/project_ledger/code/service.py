@@ -94,6 +94,7 @@ class CodeService:
             self.watcher.start()
         try:
             self.indexer.scan()
+            self.store.release_cache()
         except Exception:
             if not self.indexer.cancelled.is_set():
                 log.exception("code scan failed")

@@ -112,6 +112,12 @@ class CodeStore:
             self._writer.close()
             self._reader.close()
 
+    def release_cache(self) -> None:
+        """Hand back the writer's page cache, which a full index fills (up to `WRITE_CACHE_KIB`; 36 MB after django);
+        later writes read back the few pages they touch."""
+        with self._write_lock:
+            self._writer.execute("PRAGMA shrink_memory")
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._write_lock:

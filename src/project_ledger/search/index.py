@@ -24,16 +24,18 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from project_ledger.search.sparse import SparseVec
 
-STATE_FORMAT = 2  # 2: BM25 vectors also hold whole identifiers (`sparse.whole_identifiers`)
+STATE_FORMAT = 3  # 2: BM25 vectors also hold whole identifiers (`sparse.whole_identifiers`); 3: shards without a WAL
 DENSE = "dense"
 SPARSE = "bm25"
 PayloadType = Literal["keyword", "integer", "float"]
-# Flags are stored as 0/1 integers: qdrant-edge's bindings turn a Python bool in a match into an int.
+# The payload fields that get an index: the ones `SearchFilter.conditions` filters on. Each index costs the embedded
+# shard 3-5 MB resident once reopened (it reads its files whole), so a field no search filters on, such as `pinned`,
+# is stored in the payload but not indexed. Flags are stored as 0/1 integers: qdrant-edge's bindings turn a Python
+# bool in a match into an int.
 MEMORY_PAYLOAD: dict[str, PayloadType] = {
     "kind": "keyword",
     "tags": "keyword",
     "session": "keyword",
-    "pinned": "integer",
     "superseded": "integer",
     "created": "float",
 }
