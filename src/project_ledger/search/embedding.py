@@ -459,7 +459,11 @@ def _session(model: bytes, shared: dict[str, ort.OrtValue]) -> ort.InferenceSess
     options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = False
-    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    # The Python wrapper keeps the model's bytes (22 MB a session) only to build the session again on a fallback
+    # provider after a failure, which the CPU provider alone never has; its own sessions made in C hold None here.
+    session._model_bytes = None
+    return session
 
 
 class CodeEmbedder:
