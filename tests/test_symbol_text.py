@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from project_ledger.code.languages import BY_NAME, Grammar
 from project_ledger.code.rows import FileRecord, ParsedFile, embed_hash
-from project_ledger.code.symbol_text import heading, module_words, name_words
+from project_ledger.code.symbol_text import heading, module_words, name_words, without_signature
 from project_ledger.code.symbols import extract
 
 
@@ -40,3 +40,14 @@ def test_a_rows_embed_hash_is_that_of_the_text_with_its_heading() -> None:
     (row,) = ParsedFile.build(record, symbols.definitions, [], False).symbols
     text = "function area: area in geo shapes\ndef area(w, h)\nreturn w * h"
     assert row[-1] == embed_hash(text)
+
+
+def test_a_body_head_loses_what_it_repeats_of_a_signature_over_several_lines_and_nothing_else() -> None:
+    signature = 'def render( self, text: str = "", *, legacy_windows: bool = False, ) -> str'
+    assert without_signature(signature, 'self, text: str = "", *, legacy_windows: bool = False, ) -> str: pass return x') == (
+        "pass return x"
+    )
+    assert without_signature(signature, 'self, text: str = "", *,') == ""  # the head ends inside the signature
+    assert without_signature("def area(w, h)", "w = abs(w) return w * h") == "w = abs(w) return w * h"
+    assert without_signature("def scale(self, factor)", "factor = 2") == "factor = 2"  # too short to be a repeat
+    assert without_signature("function f( a: number, b: string ): void", "a: number, b: string ): void { return a") == "return a"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from project_ledger.code.symbol_text import heading
+from project_ledger.code.symbol_text import heading, without_signature
 from project_ledger.code.symbols import Definition, References
 from project_ledger.text.redaction import may_hold_secret
 from project_ledger.text.redaction import redact as redact_secrets
@@ -30,7 +30,7 @@ class FileRecord:
 def embed_text(kind: str, qualname: str, signature: str, doc: str, body_head: str, path: str) -> str:
     """What the model reads for a symbol: short, since embedding is the expensive part. Its first line is
     `symbol_text.heading`; changing this text needs `symbol_text.TEXT_VERSION` bumped."""
-    parts = [heading(kind, qualname, path), signature, doc[:300], body_head]
+    parts = [heading(kind, qualname, path), signature, doc[:300], without_signature(signature, body_head)]
     return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
 
 

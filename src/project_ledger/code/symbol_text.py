@@ -15,6 +15,7 @@ TEXT_VERSION = 2
 # Path parts that say nothing about what a file holds.
 _PLAIN_PARTS = frozenset({"src", "__init__", "index"})
 MODULE_PARTS = 2  # the file and its folder: `rich/color_triplet.py` -> "rich color triplet"
+MIN_REPEAT_CHARS = 12  # of a signature repeated at the start of a body head, to be cut (`without_signature`)
 
 
 def name_words(name: str) -> str:
@@ -57,6 +58,24 @@ def module_words(path: str) -> str:
     stem = file.rsplit(".", 1)[0] if "." in file else file
     parts = [part for part in (*folders, stem) if part and part not in _PLAIN_PARTS]
     return name_words(" ".join(parts[-MODULE_PARTS:]))
+
+
+def without_signature(signature: str, body_head: str) -> str:
+    """`body_head` without what it repeats of `signature`: a declaration over several lines has its later lines in
+    both (`self, text: str = "", *,` after `def render( self, text: str = "", *, color_system: ...) -> str`).
+
+    The body head's longest run of first words found in the signature after a space is cut when it is at least
+    MIN_REPEAT_CHARS long (so a body that merely starts with a parameter's name is kept), with the `:` or `{` that
+    closed the declaration. Words are added one at a time and the first miss stops: a body that does not start
+    with the signature costs one look-up.
+    """
+    words = body_head.split(" ")
+    taken = 0
+    while taken < len(words) and f" {' '.join(words[: taken + 1]).rstrip(':{')}" in signature:
+        taken += 1
+    if len(" ".join(words[:taken])) < MIN_REPEAT_CHARS:
+        return body_head
+    return " ".join(words[taken:]).lstrip(" :{;=")
 
 
 def heading(kind: str, qualname: str, path: str) -> str:
