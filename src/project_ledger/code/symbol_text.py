@@ -11,7 +11,7 @@ from __future__ import annotations
 # Bump when `heading`, `rows.embed_text` or code search's BM25 settings (`tuning.CODE_BM25_AVG_LEN`) change: a store
 # opened by code search re-hashes its symbols' texts (`CodeStore.refresh_texts`), so they are embedded again in the
 # background and re-indexed.
-TEXT_VERSION = 2
+TEXT_VERSION = 3  # 1: no version recorded; 2: the heading; 3: and no signature repeated in the body head
 # Path parts that say nothing about what a file holds.
 _PLAIN_PARTS = frozenset({"src", "__init__", "index"})
 MODULE_PARTS = 2  # the file and its folder: `rich/color_triplet.py` -> "rich color triplet"
