@@ -533,3 +533,40 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
         [(memory_vectors[0][0], OFFLINE_IDENTITY), (memory_vectors[0][0], MEMORY_IDENTITY)], key=lambda row: row[1]
     )
     assert {model: vector for _, model, vector in stored}[OFFLINE_IDENTITY] == memory_vectors[0][2]  # nothing lost
+
+
+async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_embedded_once_and_found(project: Project) -> None:
+    """A symbol's embed hash is computed when its file is parsed. After `embed_text` changes (`TEXT_VERSION`), a
+    ledger's stored hashes are those of the old texts: they are re-hashed on the next open, the symbols embedded once
+    more (not on every round), and search finds them again."""
+    import sqlite3
+
+    from project_ledger.code.symbol_text import TEXT_VERSION
+
+    copy_fixtures(project.root, ("python",))
+    first = cli(project, "index", "--embed", "--json")
+    assert first["embedded"] > 0
+    journal = project.data_dir / "journal.sqlite3"
+
+    def rows(query: str) -> list[tuple[Any, ...]]:
+        db = sqlite3.connect(journal)
+        try:
+            return db.execute(query).fetchall()
+        finally:
+            db.close()
+
+    hashes = rows("SELECT id, embed_hash FROM code_symbols ORDER BY id")
+    db = sqlite3.connect(journal)
+    with db:  # what an earlier version left: other texts' hashes, each with its vector, and no text version
+        db.execute("UPDATE code_symbols SET embed_hash = 'old-' || embed_hash")
+        db.execute("UPDATE code_vectors SET embed_hash = 'old-' || embed_hash")
+        db.execute("DELETE FROM counters WHERE name = 'code_text'")
+    db.close()
+    assert cli(project, "index", "--embed", "--json")["embedded"] == first["embedded"]
+    assert cli(project, "index", "--embed", "--json")["embedded"] == 0
+    assert rows("SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]
+    assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
+    async with connect(project) as ledger:
+        await indexed(ledger)
+        found = await ledger.call("search_code", query="distance to", language="python")
+        assert found["mode"] == "hybrid" and found["results"][0]["qualname"] == "Point.distance_to"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from project_ledger.code.symbol_text import heading, without_signature
 from project_ledger.code.symbols import Definition, References
 from project_ledger.text.redaction import may_hold_secret
 from project_ledger.text.redaction import redact as redact_secrets
@@ -26,9 +27,10 @@ class FileRecord:
     lines: int
 
 
-def embed_text(kind: str, qualname: str, signature: str, doc: str, body_head: str) -> str:
-    """What the model reads for a symbol: short, since embedding is the expensive part."""
-    parts = [f"{kind} {qualname}", signature, doc[:300], body_head]
+def embed_text(kind: str, qualname: str, signature: str, doc: str, body_head: str, path: str) -> str:
+    """What the model reads for a symbol: short, since embedding is the expensive part. Its first line is
+    `symbol_text.heading`; changing this text needs `symbol_text.TEXT_VERSION` bumped."""
+    parts = [heading(kind, qualname, path), signature, doc[:300], without_signature(signature, body_head)]
     return "\n".join(part for part in parts if part)[:EMBED_TEXT_CHARS]
 
 
@@ -68,7 +70,7 @@ class ParsedFile:
                     redact_secrets(doc).text,
                     redact_secrets(body_head).text,
                 )
-            text = embed_text(d.kind, d.qualname, signature, doc, body_head)
+            text = embed_text(d.kind, d.qualname, signature, doc, body_head, record.path)
             symbols.append(
                 (d.name, d.qualname, d.kind, d.line, d.end_line, signature, doc, d.parent, d.content_hash, body_head,
                  embed_hash(text))

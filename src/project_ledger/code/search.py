@@ -24,7 +24,7 @@ from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
-from project_ledger.search.tuning import FusionParams
+from project_ledger.search.tuning import CODE_BM25_AVG_LEN, FusionParams
 from project_ledger.worker import Opening, RunAgain, Worker
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class CodeSearch:
         self._index: SearchIndex | None = None
         self._lock = threading.Lock()
         self._pending: tuple[int, int] | None = None  # (code revision, symbols without a vector then)
+        self._texts_current = False  # the store's embed hashes are those of today's texts (`_current_texts`)
         self._worker = Worker(
             "ledger-code-search",
             [self._step],
@@ -109,9 +110,18 @@ class CodeSearch:
 
     def _open(self) -> None:
         with self._lock:
-            self._encoder = SparseEncoder()
+            self._current_texts()
+            self._encoder = SparseEncoder(avg_len=CODE_BM25_AVG_LEN)
             self._index = self._open_index()
             self._verify(self._index)
+
+    def _current_texts(self) -> None:
+        """Re-hash symbols stored under an earlier text version (`CodeStore.refresh_texts`), once per process, before
+        anything counts or embeds the symbols without a vector: else each vector, stored under its new text's hash,
+        would leave its symbol still missing one, and embedding would never end."""
+        if not self._texts_current:
+            self._store.refresh_texts()
+            self._texts_current = True
 
     def _close(self) -> None:
         """Give the index's slot back: after a failed open, before the retry, and at stop."""
@@ -164,6 +174,7 @@ class CodeSearch:
         """Embed one batch of symbols that have no vector yet; how many (0: none left, or no model)."""
         if self._embedder.state != "ready":
             return 0
+        self._current_texts()
         pending = self._store.missing_vectors(self._embedder.identity, EMBED_BATCH)
         if not pending:
             return 0
@@ -254,6 +265,7 @@ class CodeSearch:
     def pending_vectors(self) -> int:
         """Symbols without a vector. Counting takes tens of milliseconds on a large tree, and every
         search_code and status asks, so the count is kept until the code tables next change."""
+        self._current_texts()
         rev = self._store.rev()
         if self._pending is None or self._pending[0] != rev:
             self._pending = (rev, self._store.count_missing_vectors(self._embedder.identity))

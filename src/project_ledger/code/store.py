@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from project_ledger.code.naming import Spelling
-from project_ledger.code.rows import FileRecord, ParsedFile, embed_text
+from project_ledger.code.rows import FileRecord, ParsedFile, embed_hash, embed_text
+from project_ledger.code.symbol_text import TEXT_VERSION
 from project_ledger.storage.journal import WAIT_SECONDS, storage_error, utc_now
 
 WRITE_CACHE_KIB = 64 * 1024
@@ -54,7 +55,7 @@ class StoredSymbol:
     body_head: str
 
     def embed_text(self) -> str:
-        return embed_text(self.kind, self.qualname, self.signature, self.doc, self.body_head)
+        return embed_text(self.kind, self.qualname, self.signature, self.doc, self.body_head, self.path)
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,30 @@ class CodeStore:
                 "DELETE FROM code_removed WHERE rev < (SELECT value FROM counters WHERE name = 'code_rev') - ?",
                 (KEEP_REMOVALS_REVISIONS,),
             )
+
+    def refresh_texts(self) -> int:
+        """Re-hash every symbol's text if the store was written under another `TEXT_VERSION`; how many changed.
+
+        A symbol's embed hash is computed when its file is parsed. Once the text changes (a new `embed_text`), a
+        vector stored for the new text under its hash would never be found by the old one, so the symbol would be
+        embedded again on every round. Re-hashed rows get no vector until embedded again in the background, and
+        a new revision, so search indexes re-read them (their BM25 terms too: a BM25 setting can change with the
+        version). Two processes opening at once: the second finds the version set and does nothing."""
+        version = self._read("SELECT value FROM counters WHERE name = 'code_text'")
+        if version and version[0][0] == TEXT_VERSION:
+            return 0
+        with self._write() as db:
+            row = db.execute("SELECT value FROM counters WHERE name = 'code_text'").fetchone()
+            if row is not None and row[0] == TEXT_VERSION:
+                return 0
+            rows = db.execute(f"SELECT {_SYMBOL_COLUMNS}, embed_hash FROM code_symbols").fetchall()
+            hashes = [(embed_hash(_symbol(row).embed_text()), row["id"], row["embed_hash"]) for row in rows]
+            changed = [(new, symbol_id) for new, symbol_id, old in hashes if new != old]
+            if changed:
+                rev = _next_code_rev(db)
+                db.executemany("UPDATE code_symbols SET embed_hash = ?, rev = ? WHERE id = ?", [(h, rev, i) for h, i in changed])
+            db.execute("INSERT OR REPLACE INTO counters (name, value) VALUES ('code_text', ?)", (TEXT_VERSION,))
+        return len(changed)
 
     # -- the change feed a search index follows ---------------------------------
 

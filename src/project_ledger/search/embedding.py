@@ -379,8 +379,9 @@ class OnnxEmbedder(_LazyEmbedder):
         """Vectors for code symbols' texts (under CODE_IDENTITY): cut at CODE_MAX_TOKENS and run with integer
         matrix products and a fused GELU (`onnx_edit`), in less than half the CPU seconds of `embed_documents`.
 
-        A symbol's text is its kind and name, signature, docstring head and body head, in that order; what lies
-        past 128 tokens is the end of a long body head. Queries keep `embed_query` (float), which is what
+        A symbol's text is its kind and name with the words of that name and of its module, signature, docstring
+        head and body head, in that order (`code.rows.embed_text`); what lies past 128 tokens is the end of a long
+        body head. Queries keep `embed_query` (float), which is what
         memories are searched with: one vector serves both searches of a `context` call, and docstring-to-symbol
         MRR@10 did not drop (`benchmarks/code_search.py`).
         """

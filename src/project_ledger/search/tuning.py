@@ -31,8 +31,12 @@ class FusionParams:
 
 # Set by hand: a small k lets the top few of each list dominate, and a heavier dense list helps descriptive queries
 # ("retry with backoff"). `benchmarks/code_search.py --tune` found no setting that, chosen on half the questions, also
-# gains on the other half of rich, click and zod at once (README, "Code search").
+# gains on the other half of rich, click, zod and httpx at once (README, "Code search").
 CODE_FUSION = FusionParams(k=2, dense_weight=1.5, candidates=20)
+# BM25's usual document length for code symbols, in tokens (the engine's default, 256, suits memories). A symbol's
+# text holds about 20 distinct terms; chosen on rich among 20, 30, 40 and 80 (BM25 list alone 0.463 -> 0.500 at 30, offline),
+# and up on every other tree measured (README, "Code search"). Changing it needs `code.symbol_text.TEXT_VERSION` bumped.
+CODE_BM25_AVG_LEN = 30.0
 
 # Chosen with `benchmarks/tune_fusion.py` on the project's conversation and LoCoMo dev at once, BM25-only candidates
 # ranked on their cosine too (`fusion.with_meaning`), among the settings that cost neither corpus more than 0.01 of R@5,
