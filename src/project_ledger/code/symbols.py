@@ -192,7 +192,7 @@ _plans_by_grammar: weakref.WeakKeyDictionary[Grammar, list[Plan]] = weakref.Weak
 _plans_lock = threading.Lock()
 
 
-def _plans(grammar: Grammar) -> list[Plan]:
+def plans(grammar: Grammar) -> list[Plan]:
     """What each pattern of the grammar's query yields, worked out once per grammar rather than per match.
 
     For each pattern, its captures that have a role: (reference, its kind) or (definition, our kind, `scope` or
@@ -200,13 +200,13 @@ def _plans(grammar: Grammar) -> list[Plan]:
     `*`) needs no lookup: a match of the pattern is that reference at its `@name`. The query is trimmed to
     match: patterns with no role are disabled (their matches were skipped anyway) and so are reference captures
     that never need a lookup, so the matches carry no nodes that nothing reads."""
-    plans = _plans_by_grammar.get(grammar)
-    if plans is not None:
-        return plans
+    planned = _plans_by_grammar.get(grammar)
+    if planned is not None:
+        return planned
     with _plans_lock:  # the query is changed in place: once, and before any thread matches with the plans
-        if (plans := _plans_by_grammar.get(grammar)) is None:
-            plans = _plans_by_grammar[grammar] = _plan(grammar.query)
-    return plans
+        if (planned := _plans_by_grammar.get(grammar)) is None:
+            planned = _plans_by_grammar[grammar] = _plan(grammar.query)
+    return planned
 
 
 def _plan(query: Any) -> list[Plan]:
@@ -219,7 +219,7 @@ def _plan(query: Any) -> list[Plan]:
             roles[index] = (_DEFINITION, "scope")
         elif capture.startswith("definition.") and (kind := _kind(capture)) is not None:
             roles[index] = (_DEFINITION, kind)
-    plans: list[Plan] = []
+    planned: list[Plan] = []
     looked_up: set[int] = set()  # reference captures some pattern has optionally: those must stay in the matches
     for pattern in range(query.pattern_count):
         plan = []
@@ -231,13 +231,13 @@ def _plan(query: Any) -> list[Plan]:
             if lookup:
                 looked_up.add(index)
             plan.append((query.capture_name(index), role, kind, lookup))
-        plans.append(tuple(plan))
+        planned.append(tuple(plan))
         if not plan:
             query.disable_pattern(pattern)
     for index, (role, _) in roles.items():
         if role == _REFERENCE and index not in looked_up:
             query.disable_capture(query.capture_name(index))
-    return plans
+    return planned
 
 
 def _quantifier(query: Any, pattern: int, capture: int) -> str | None:
@@ -255,7 +255,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
     from tree_sitter import QueryCursor
 
     tree = grammar.parser.parse(source)
-    plans = _plans(grammar)
+    patterns = plans(grammar)
     items: dict[tuple[int, int, int], _Item] = {}
     references: dict[tuple[bytes, int], str] = {}  # (name, line) -> kind; names decoded once, at the end
     for pattern, captures in QueryCursor(grammar.query).matches(tree.root_node):
@@ -263,7 +263,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
         if not names:
             continue
         name_node = names[0]
-        for capture, role, kind, lookup in plans[pattern]:
+        for capture, role, kind, lookup in patterns[pattern]:
             nodes = captures.get(capture) if lookup else ()
             if nodes is None:
                 continue
