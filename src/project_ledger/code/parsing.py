@@ -84,7 +84,13 @@ def pool_context() -> BaseContext:
 
 
 def parse_pooled(
-    root: Path, redact: bool, items: Iterable[WorkItem], workers: int, chunk_files: int, grammars: Grammars, languages: Iterable[str]
+    root: Path,
+    redact: bool,
+    items: Iterable[WorkItem],
+    workers: int,
+    chunk_files: int,
+    grammars: Grammars,
+    languages: Iterable[str],
 ) -> Iterator[Result]:
     """Parse `items` in `workers` processes, `chunk_files` per task; results in the order of `items`. Each chunk is
     handed out as soon as `items` yields it, so the workers start while a walk producing `items` goes on.
