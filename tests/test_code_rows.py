@@ -13,7 +13,7 @@ from project_ledger.code.languages import BY_NAME, Grammar
 from project_ledger.code.parsing import pool_context
 from project_ledger.code.rows import FileRecord, ParsedFile
 from project_ledger.code.store import INDEXES
-from project_ledger.code.symbols import extract
+from project_ledger.code.symbols import extract, plans
 from project_ledger.storage.journal import Journal
 from project_ledger.text.redaction import may_hold_secret, redact
 
@@ -38,6 +38,31 @@ def test_references_are_one_row_per_name_and_kind_with_their_lines_ascending() -
     assert rows[("area", "call")] == ("7,8,11", 3)
     assert rows[("print", "call")] == ("9,11", 2)
     assert ("report", "call") not in rows  # a definition's own name is not a use of it
+
+
+def test_a_query_plan_reads_each_pattern_by_its_role_and_trims_what_no_role_reads() -> None:
+    import tree_sitter
+
+    grammar = Grammar(BY_NAME["python"])
+    grammar.query = tree_sitter.Query(
+        grammar.language,
+        """
+        (call function: (identifier) @name) @reference.call
+        (class_definition name: (identifier) @name body: (block (pass_statement)? @reference.empty))
+        (module (expression_statement (string) @name))
+        (function_definition name: (identifier) @name) @definition.function
+        """,
+    )
+    source = b'"""module doc"""\ndef a():\n    return b()\n\n\nclass D:\n    pass\n\n\nclass E:\n    x = 1\n'
+    planned = plans(grammar)
+    assert planned[0] == (("reference.call", 0, "call", False),)  # always there: no lookup, and not in the matches
+    assert planned[1] == (("reference.empty", 0, "empty", True),)  # optional: looked up, so kept in the matches
+    assert planned[2] == ()  # no role: the pattern is disabled
+    assert plans(grammar) is planned
+    symbols = extract(grammar, source)
+    assert [(d.name, d.kind, d.line) for d in symbols.definitions] == [("a", "function", 2)]
+    # E matches the class pattern too, but without the optional capture, so it is no reference.
+    assert sorted((r.name, r.kind, r.lines) for r in symbols.references) == [("D", "empty", "6"), ("b", "call", "3")]
 
 
 def test_a_body_head_keeps_the_first_four_non_empty_lines_after_the_declaration() -> None:

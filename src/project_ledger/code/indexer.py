@@ -176,7 +176,10 @@ class CodeIndexer:
                 parse_file(self.grammars, self.root, *item, redact=self.redact) for item in itertools.chain(head, items)
             )
         else:
-            results = parse_pooled(self.root, self.redact, itertools.chain(head, items), self.workers, CHUNK_FILES)
+            languages = {item[1] for item in head}
+            results = parse_pooled(
+                self.root, self.redact, itertools.chain(head, items), self.workers, CHUNK_FILES, self.grammars, languages
+            )
         for result in results:
             if self.cancelled.is_set():
                 return

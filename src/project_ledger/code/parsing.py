@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from project_ledger.code.languages import BY_NAME, Grammars
 from project_ledger.code.rows import FileRecord, ParsedFile, content_digest
-from project_ledger.code.symbols import extract
+from project_ledger.code.symbols import extract, plans
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -83,9 +83,21 @@ def pool_context() -> BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def parse_pooled(root: Path, redact: bool, items: Iterable[WorkItem], workers: int, chunk_files: int) -> Iterator[Result]:
+def parse_pooled(
+    root: Path,
+    redact: bool,
+    items: Iterable[WorkItem],
+    workers: int,
+    chunk_files: int,
+    grammars: Grammars,
+    languages: Iterable[str],
+) -> Iterator[Result]:
     """Parse `items` in `workers` processes, `chunk_files` per task; results in the order of `items`. Each chunk is
-    handed out as soon as `items` yields it, so the workers start while a walk producing `items` goes on."""
+    handed out as soon as `items` yields it, so the workers start while a walk producing `items` goes on.
+
+    Forked workers start with `grammars`, loaded here first for `languages` (those of the first files): each worker
+    would otherwise import the grammars and compile their queries itself, before its first file."""
+    global _worker_grammars
     from concurrent.futures import ProcessPoolExecutor
 
     iterator = iter(items)
@@ -93,6 +105,9 @@ def parse_pooled(root: Path, redact: bool, items: Iterable[WorkItem], workers: i
     context = pool_context()
     parent = os.getpid() if context.get_start_method() == "fork" else None  # else the fork server is the parent
     if parent is not None:
+        for language in set(languages):
+            plans(grammars.get(BY_NAME[language]))
+        _worker_grammars = grammars
         # The objects a forked worker inherits are left out of its collections: they would be walked again and
         # again, and each walk writes to pages the worker then has to copy (django: 6% of the workers' CPU).
         gc.freeze()
@@ -104,3 +119,4 @@ def parse_pooled(root: Path, redact: bool, items: Iterable[WorkItem], workers: i
         pool.shutdown(wait=True, cancel_futures=True)
         if parent is not None:
             gc.unfreeze()
+            _worker_grammars = None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -185,25 +187,67 @@ def _kind(capture: str) -> str | None:
 
 
 _REFERENCE, _DEFINITION = 0, 1
-_roles_by_language: dict[str, dict[str, tuple[int, str]]] = {}
+Plan = tuple[tuple[str, int, str, bool], ...]  # (capture, _REFERENCE or _DEFINITION, kind, look the capture up)
+_plans_by_grammar: weakref.WeakKeyDictionary[Grammar, list[Plan]] = weakref.WeakKeyDictionary()
+_plans_lock = threading.Lock()
 
 
-def _roles(grammar: Grammar) -> dict[str, tuple[int, str]]:
-    """What each of the query's capture names means, worked out once per language rather than per capture:
-    (reference, its kind) or (definition, our kind, `scope` or `ignore`). Names with no role are absent."""
-    roles = _roles_by_language.get(grammar.spec.name)
-    if roles is None:
-        roles = {}
-        for index in range(grammar.query.capture_count):
-            capture = grammar.query.capture_name(index)
-            if capture.startswith("reference."):
-                roles[capture] = (_REFERENCE, capture[10:])
-            elif capture == "scope":
-                roles[capture] = (_DEFINITION, "scope")
-            elif capture.startswith("definition.") and (kind := _kind(capture)) is not None:
-                roles[capture] = (_DEFINITION, kind)
-        _roles_by_language[grammar.spec.name] = roles
-    return roles
+def plans(grammar: Grammar) -> list[Plan]:
+    """What each pattern of the grammar's query yields, worked out once per grammar rather than per match.
+
+    For each pattern, its captures that have a role: (reference, its kind) or (definition, our kind, `scope` or
+    `ignore`); capture names with no role are left out. A reference capture the pattern always has (no `?` or
+    `*`) needs no lookup: a match of the pattern is that reference at its `@name`. The query is trimmed to
+    match: patterns with no role are disabled (their matches were skipped anyway) and so are reference captures
+    that never need a lookup, so the matches carry no nodes that nothing reads."""
+    planned = _plans_by_grammar.get(grammar)
+    if planned is not None:
+        return planned
+    with _plans_lock:  # the query is changed in place: once, and before any thread matches with the plans
+        if (planned := _plans_by_grammar.get(grammar)) is None:
+            planned = _plans_by_grammar[grammar] = _plan(grammar.query)
+    return planned
+
+
+def _plan(query: Any) -> list[Plan]:
+    roles: dict[int, tuple[int, str]] = {}
+    for index in range(query.capture_count):
+        capture = query.capture_name(index)
+        if capture.startswith("reference."):
+            roles[index] = (_REFERENCE, capture[10:])
+        elif capture == "scope":
+            roles[index] = (_DEFINITION, "scope")
+        elif capture.startswith("definition.") and (kind := _kind(capture)) is not None:
+            roles[index] = (_DEFINITION, kind)
+    planned: list[Plan] = []
+    looked_up: set[int] = set()  # reference captures some pattern has optionally: those must stay in the matches
+    for pattern in range(query.pattern_count):
+        plan = []
+        for index, (role, kind) in roles.items():
+            quantifier = _quantifier(query, pattern, index)
+            if quantifier is None:
+                continue
+            lookup = role == _DEFINITION or quantifier != ""
+            if lookup:
+                looked_up.add(index)
+            plan.append((query.capture_name(index), role, kind, lookup))
+        planned.append(tuple(plan))
+        if not plan:
+            query.disable_pattern(pattern)
+    for index, (role, _) in roles.items():
+        if role == _REFERENCE and index not in looked_up:
+            query.disable_capture(query.capture_name(index))
+    return planned
+
+
+def _quantifier(query: Any, pattern: int, capture: int) -> str | None:
+    """How often `capture` occurs in `pattern`: "" (once), "?", "*" or "+"; None when the pattern lacks it
+    (py-tree-sitter 0.26 raises SystemError for that case rather than returning a value)."""
+    try:
+        quantifier = query.capture_quantifier(pattern, capture)
+    except SystemError:
+        return None
+    return quantifier if quantifier in ("", "?", "*", "+") else None
 
 
 def extract(grammar: Grammar, source: bytes) -> FileSymbols:
@@ -211,7 +255,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
     from tree_sitter import QueryCursor
 
     tree = grammar.parser.parse(source)
-    roles = _roles(grammar)
+    patterns = plans(grammar)
     items: dict[tuple[int, int, int], _Item] = {}
     references: dict[tuple[bytes, int], str] = {}  # (name, line) -> kind; names decoded once, at the end
     for pattern, captures in QueryCursor(grammar.query).matches(tree.root_node):
@@ -219,15 +263,14 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
         if not names:
             continue
         name_node = names[0]
-        for capture, nodes in captures.items():
-            role = roles.get(capture)
-            if role is None:
+        for capture, role, kind, lookup in patterns[pattern]:
+            nodes = captures.get(capture) if lookup else ()
+            if nodes is None:
                 continue
-            role_type, kind = role
-            if role_type == _REFERENCE:
+            if role == _REFERENCE:
                 references.setdefault((source[name_node.start_byte : name_node.end_byte], name_node.start_point[0] + 1), kind)
                 continue
-            node = nodes[0]
+            node = nodes[0]  # a definition is always looked up
             start, end = node.start_byte, node.end_byte
             key = (start, end, name_node.start_byte)
             if key in items and items[key].pattern > pattern:
