@@ -16,23 +16,24 @@ _MONTHS = r"(?:january|february|march|april|june|july|august|september|october|n
 _SEASONS = r"(?:spring|summer|autumn|fall|winter)"
 _COUNT = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several|few|couple of)"
 
-_TELLS = re.compile(
-    "|".join(
+_TELLS = re.compile(  # on lowercased text; one leading word boundary, so each alternative is tried only at a word's start
+    r"\b(?:"
+    + "|".join(
         [
-            r"\b(?:yesterday|today|tonight|tomorrow|the other day|nowadays)\b",
-            rf"\b(?:last|next|this|past|coming|previous|upcoming)\s+(?:{_UNITS}|{_WEEKDAYS}|{_SEASONS}|morning|afternoon|evening)\b",
-            rf"\b{_COUNT}\s+{_UNITS}\s+(?:ago|back|earlier|later|from now)\b",
-            r"\b(?:a while|long)\s+ago\b",
-            rf"\b(?:for|in|over|within|after)\s+(?:the\s+)?(?:past\s+|last\s+|next\s+)?{_COUNT}\s+{_UNITS}\b",
-            rf"\b{_MONTHS}\b",
-            rf"\b{_WEEKDAYS}\b",
-            r"\b(?:19|20)\d{2}\b",  # a year
-            r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b",  # a date
-            r"\bthe\s+\d{1,2}(?:st|nd|rd|th)\b",  # "on the 15th"
-            r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s*(?:am|pm)\b",  # a clock time
+            r"(?:yesterday|today|tonight|tomorrow|the other day|nowadays)\b",
+            rf"(?:last|next|this|past|coming|previous|upcoming)\s+(?:{_UNITS}|{_WEEKDAYS}|{_SEASONS}|morning|afternoon|evening)\b",
+            rf"{_COUNT}\s+{_UNITS}\s+(?:ago|back|earlier|later|from now)\b",
+            r"(?:a while|long)\s+ago\b",
+            rf"(?:for|in|over|within|after)\s+(?:the\s+)?(?:past\s+|last\s+|next\s+)?{_COUNT}\s+{_UNITS}\b",
+            rf"{_MONTHS}\b",
+            rf"{_WEEKDAYS}\b",
+            r"(?:19|20)\d{2}\b",  # a year
+            r"\d{4}-\d{2}-\d{2}\b|\d{1,2}/\d{1,2}/\d{2,4}\b",  # a date
+            r"the\s+\d{1,2}(?:st|nd|rd|th)\b",  # "on the 15th"
+            r"\d{1,2}:\d{2}\b|\d{1,2}\s*(?:am|pm)\b",  # a clock time
         ]
-    ),
-    re.IGNORECASE,
+    )
+    + ")"
 )
 # "May" is a month only where it cannot be the verb: capitalised and next to a day or a preposition of time.
 _MAY = re.compile(r"\b(?:in|on|of|since|by|until|early|late|mid-?|last|next|this)\s+May\b|\bMay\s+\d")
@@ -67,4 +68,4 @@ def tells_time(text: str) -> bool:
     "for two months"), a month, weekday, year, date or clock time. A leading bracketed stamp (`_STAMP`) does not
     count."""
     body = _STAMP.sub("", text, count=1)
-    return _TELLS.search(body) is not None or _MAY.search(body) is not None
+    return _TELLS.search(body.lower()) is not None or _MAY.search(body) is not None
