@@ -153,7 +153,7 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
         return pool.collapse([hit.seq for hit in candidates.dense])[:depth]
     kept, _ = rank(
         cut(pool, i, params, depth), pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated,
-        cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
+        cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i], asks_time=pool.asks_time[i],
     )  # fmt: skip
     return pool.collapse([item.seq for item in kept])[:depth]
 
@@ -211,12 +211,18 @@ METHODS = (
     ("first fusion (RRF k=20, dense ×1.5, no cosine for BM25-only candidates)", "before"),
     ("previous fusion (RRF k=10, equal weights, no neighbour sharing)", "unshared"),
     ("neighbour sharing, no feedback search", "unwidened"),
+    ("neighbour sharing and feedback search, no time signals", "untimed"),
     ("as shipped (defaults, relevance floor applied)", "shipped"),
 )
 BEFORE = FusionParams(k=20, dense_weight=1.5, candidates=50)
 UNSHARED = FusionParams(k=10, dense_weight=1.0, candidates=50)  # before turns lent their neighbours a share of BM25
 UNWIDENED = FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.3)  # before the feedback search
-FUSED = ("shipped", "before", "unshared", "unwidened")  # ranked by `rank`, with the relevance floor
+FUSED = ("shipped", "before", "unshared", "unwidened", "untimed")  # ranked by `rank`, with the relevance floor
+
+
+def untimed(params: RankingParams) -> RankingParams:
+    """The ranking before questions that ask when lifted the memories that say when (`time_words`)."""
+    return replace(params, time_lift=0.0, time_boost=0.0)
 
 
 def table(bench: Locomo, params: RankingParams) -> list[str]:
@@ -228,11 +234,13 @@ def table(bench: Locomo, params: RankingParams) -> list[str]:
         floor = params.floor if method in FUSED else 0.0
         used, pool = params, bench.pool
         if method == "before":
-            used, pool = replace(params, fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))
+            used, pool = replace(untimed(params), fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))
         elif method == "unshared":
-            used = replace(params, fusion=UNSHARED)
+            used = replace(untimed(params), fusion=UNSHARED)
         elif method == "unwidened":
-            used = replace(params, fusion=UNWIDENED)
+            used = replace(untimed(params), fusion=UNWIDENED)
+        elif method == "untimed":
+            used = untimed(params)
         full = "full" if method in FUSED else method
         overall, per = bench.score(full, used, floor=floor, pool=pool), bench.by_category(full, used, pool)
         lines.append(f"| {name} | {overall.row()} | " + " | ".join(f"{per[c]:.3f}" for c in CATEGORIES.values()) + " |")

@@ -52,6 +52,7 @@ from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, Hit, SearchFilter
 from project_ledger.search.tuning import FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
+from project_ledger.text.time_words import asks_for_time
 
 HERE = Path(__file__).parent
 CONVERSATION = HERE / "data" / "project_conversation.json"
@@ -195,6 +196,7 @@ class Pools:
     exact: list[list[str]]  # per question, the identifiers it names (`text_signals.exact_terms`)
     neighbours: list[dict[int, list[int]]]  # per question, the turns next to each BM25 hit that it admits, as `recall` finds them
     widened: list[list[Hit] | None]  # per question, the BM25 list widened by feedback (`IndexSync.widened`, default settings)
+    asks_time: list[bool]  # per question, whether it asks when (`time_words.asks_for_time`), as `recall` tells `rank`
 
     def sparse(self, i: int, fusion: FusionParams) -> list[Hit]:
         """Question `i`'s BM25 list as a setting ranks it: the widened one where the setting asks for feedback."""
@@ -239,7 +241,8 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
     exact = [exact_terms(text) for text in texts]
     outdated = ledger.retrieval.outdated(memories)
-    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened)
+    asks = [asks_for_time(text) for text in texts]
+    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened, asks)
 
 
 def cut(pool: Pools, i: int, params: RankingParams, depth: int = 0) -> Candidates:
@@ -266,6 +269,7 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
             kept, _ = rank(
                 cut(pool, i, params), pool.memories, pool.lexical[i], windowed, now, floor=floor,
                 outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
+                asks_time=pool.asks_time[i],
             )  # fmt: skip
             found.append(pool.collapse([item.seq for item in kept])[:10])
     return found
@@ -327,7 +331,7 @@ def calibrate_floor(pool: Pools, questions: list[Question], unanswerable: Pools,
             not rank(
                 cut(unanswerable, i, params), unanswerable.memories, unanswerable.lexical[i], params, now, floor=floor,
                 outdated=unanswerable.outdated, cosines=unanswerable.cosines[i], exact_terms=unanswerable.exact[i],
-                neighbours=unanswerable.neighbours[i],
+                neighbours=unanswerable.neighbours[i], asks_time=unanswerable.asks_time[i],
             )[0]
             for i in range(len(unanswerable.candidates))
         )

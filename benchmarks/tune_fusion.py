@@ -6,7 +6,9 @@ The corpora: the project's own conversation (`benchmarks/retrieval.py`) and the 
 (`benchmarks/locomo.py`). Each candidate setting (RRF k, dense weight, candidates per leg, the share of a BM25 hit's
 score lent to the turns next to it, `fusion.with_neighbours`, whether the BM25 list is the one widened with the words
 its best hits share, `fusion.with_feedback`, with the default number of hits, terms and weight, and whether BM25-only
-candidates get their own cosine, `fusion.with_meaning`) ranks every question of both; the other signals
+candidates get their own cosine, `fusion.with_meaning`), and then, on the shipped fusion, how much a question that
+asks when lifts the memories that say when (`RankingParams.time_lift` and `time_boost`; off in the fusion grid), ranks
+every question of both; the other signals
 (recency, kinds, outdated turns) stay at their defaults. `--without-meaning` also scores every setting
 without the cosines, to show what they buy.
 
@@ -33,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from project_ledger.search.tuning import FusionParams, RankingParams
+from project_ledger.search.tuning import MEMORY_FUSION, FusionParams, RankingParams
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -45,14 +47,18 @@ import retrieval  # noqa: E402
 class Setting:
     fusion: FusionParams
     meaning: bool  # BM25-only candidates ranked on their cosine too
+    time: tuple[float, float] = (0.0, 0.0)  # time_lift and time_boost, for questions that ask when (`time_words`)
 
     def label(self) -> str:
         f = self.fusion
         meaning = "yes" if self.meaning else "no"
         return (
             f"k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} per leg, neighbour share {f.neighbour_share:g}, "
-            f"feedback from {f.feedback_hits} hits, cosine for BM25-only: {meaning}"
+            f"feedback from {f.feedback_hits} hits, cosine for BM25-only: {meaning}, time lift {self.time[0]:g} boost {self.time[1]:g}"
         )
+
+    def params(self) -> RankingParams:
+        return replace(RankingParams(), fusion=self.fusion, time_lift=self.time[0], time_boost=self.time[1])
 
 
 @dataclass
@@ -76,7 +82,7 @@ def own_corpus(tmp: Path) -> Corpus:
 
     def rank_all(setting: Setting) -> list[list[int]]:
         used = pool if setting.meaning else replace(pool, cosines=[{}] * len(questions))
-        return retrieval.rankings(used, everything, "full", replace(RankingParams(), fusion=setting.fusion))
+        return retrieval.rankings(used, everything, "full", setting.params())
 
     def score(found: list[list[int]], subset: Sequence[int]) -> tuple[float, float, float]:
         s = retrieval.score([found[i] for i in subset], [questions[i] for i in subset])
@@ -94,8 +100,7 @@ def locomo_corpus(tmp: Path) -> Corpus:
 
     def rank_all(setting: Setting) -> list[list[int]]:
         used = pool if setting.meaning else replace(pool, cosines=[{}] * len(items))
-        params = replace(RankingParams(), fusion=setting.fusion)
-        return [locomo.ranked(used, i, "full", params) for i in range(len(items))]
+        return [locomo.ranked(used, i, "full", setting.params()) for i in range(len(items))]
 
     def score(found: list[list[int]], subset: Sequence[int]) -> tuple[float, float, float]:
         f = locomo.figures([found[i] for i in subset], [items[i] for i in subset])
@@ -109,6 +114,13 @@ def locomo_corpus(tmp: Path) -> Corpus:
 SETTINGS = [
     Setting(FusionParams(k=k, dense_weight=w, candidates=c, neighbour_share=share, feedback_hits=hits), meaning=True)
     for k, w, c, share, hits in itertools.product((3, 5, 10), (0.6, 0.75, 1.0), (50,), (0.0, 0.3, 0.5, 0.7), (0, 3))
+]
+# Then, on the shipped fusion, how far a question that asks when lifts the memories that say when (`time_words`):
+# in the dense list's order as if that much closer in meaning, and as a factor on the score.
+SETTINGS += [
+    Setting(MEMORY_FUSION, meaning=True, time=(lift, boost))
+    for lift, boost in itertools.product((0.0, 0.02, 0.05, 0.1), (0.0, 0.1, 0.2, 0.3, 0.5))
+    if lift or boost
 ]
 SLACK = 0.01  # R@5, R@10 or MRR a corpus may lose and still count as held: about two questions of the project's 176
 # The baseline every step is held against: the fusion that shipped before neighbour sharing and the feedback search

@@ -237,3 +237,22 @@ def test_every_field_a_search_filters_on_has_a_payload_index() -> None:
     widest = SearchFilter(kinds=["note"], tags=["t"], session="s", since=0.0, until=1.0)
     assert {match.field for match in widest.conditions()} == set(MEMORY_PAYLOAD)
     assert {match.field for match in code_filter("python", "src/")} == set(CODE_PAYLOAD)
+
+
+def test_a_question_that_asks_when_lifts_the_memory_that_says_when_within_bounds() -> None:
+    said = memory("a").model_copy(update={"text": "We moved billing to Postgres last week."})
+    plain = memory("b").model_copy(update={"text": "Billing runs on Postgres; the schema lives in billing/."})
+    found = Candidates(dense=[Hit(2, 0.62), Hit(1, 0.6)], sparse=[Hit(2, 3.0), Hit(1, 2.9)])
+    memories, coverage = {1: said, 2: plain}, {1: 0.5, 2: 0.5}
+    asked, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asks_time=True)
+    assert [r.seq for r in asked] == [1, 2]
+    first = asked[0]
+    assert first.sources.boosts["time"] == 1 + PARAMS.time_boost
+    assert first.sources.dense == 0.6 and first.relevance == 0.6  # the lift orders; the cosine and relevance stay
+    assert "time" not in asked[1].sources.boosts
+    other, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0)  # the same words, not asking when
+    assert [r.seq for r in other] == [2, 1] and all("time" not in r.sources.boosts for r in other)
+    without = replace(PARAMS, time_lift=0.0, time_boost=0.0)
+    assert [r.seq for r in rank(found, memories, coverage, without, NOW.timestamp(), floor=0.0, asks_time=True)[0]] == [2, 1]
+    far = Candidates(dense=[Hit(2, 0.8), Hit(1, 0.6)], sparse=[Hit(2, 3.0)])  # a time is no reason to pass a far better match
+    assert [r.seq for r in rank(far, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asks_time=True)[0]] == [2, 1]

@@ -181,3 +181,23 @@ async def test_the_words_the_best_hits_share_find_a_memory_that_lacks_the_questi
         for memory_id in hits:
             await ledger.call("forget", id=memory_id)
         assert answer not in [hit["id"] for hit in await ledger.recall("where does Zephyrine play", k=1, min_relevance=0)]
+
+
+POSTGRES = [  # the question's words, and no time
+    "The billing database is Postgres 16; its schema lives in billing/migrations.",
+    "Billing's Postgres database keeps invoices and payments in separate schemas.",
+    "Backups of the billing database run from a Postgres replica, never the primary.",
+    "The billing database's Postgres connection pool holds twenty connections.",
+]
+SWITCHED = "Postgres took over from MySQL for billing three weeks ago."  # fewer of the words, and a time
+
+
+async def test_a_question_that_asks_when_finds_the_memory_that_says_when(project: Project) -> None:
+    async with serve(project) as ledger:
+        for text in POSTGRES:
+            await ledger.remember(text, kind="note")
+        answer = await ledger.remember(SWITCHED, kind="note")
+        await ledger.settled()
+        assert (await ledger.recall("When did we move the billing database to Postgres?", k=3))[0]["id"] == answer
+        # The same words without asking when: the memories that match them better come first.
+        assert (await ledger.recall("Which Postgres does the billing database run?", k=3))[0]["id"] != answer

@@ -348,7 +348,7 @@ class ExplainedHit(Record):
         description="max(dense, coverage, the share of a neighbouring hit's coverage): what the floor applies to."
     )
     fused: float = Field(description="Weighted reciprocal-rank fusion of the two places, before boosts.")
-    boosts: dict[str, float] = Field(description="Factors applied to the fused score: recency, access, kind, session, superseded.")
+    boosts: dict[str, float] = Field(description="Factors applied to the fused score: recency, access, kind, session, superseded, time (a memory that says when, for a question that asks when).")
     score: float = Field(description="fused times every boost: the ranking order.")
     exact: bool = Field(
         default=False, description="Holds an identifier the query names that few candidates hold: ranked before the rest."

@@ -3,9 +3,9 @@
 The search index hands back two candidate lists (by meaning and by BM25). They
 are fused with weighted reciprocal-rank fusion, then adjusted by what the
 index does not know: how old a memory is, how often it was used (fetched by id or pinned), its
-kind, whether it comes from the caller's session, and whether it is outdated:
+kind, whether it comes from the caller's session, whether it is outdated:
 superseded itself, or a turn that stated a decision that was later superseded
-(`outdated_turns`). The weights are in `search/tuning.py`.
+(`outdated_turns`), and, for a question that asks when, whether it says when. The weights are in `search/tuning.py`.
 
 Rank fusion says nothing about whether the best match is any good, so each
 memory also gets an absolute *relevance* in [0, 1]: its cosine similarity to
@@ -23,10 +23,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning
+from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning, with_time
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.text.text_signals import content_words, mentions
+from project_ledger.text.time_words import tells_time
 
 if TYPE_CHECKING:
     import numpy as np
@@ -130,7 +131,9 @@ def _admits(where: SearchFilter, memory: Memory) -> bool:
     return where.admits(payload)
 
 
-def _boosts(memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool) -> dict[str, float]:
+def _boosts(
+    memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool, timely: bool
+) -> dict[str, float]:
     boosts: dict[str, float] = {}
     if not memory.pinned and memory.kind not in params.no_decay_kinds and params.half_life_days > 0:
         created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
@@ -145,6 +148,8 @@ def _boosts(memory: Memory, params: RankingParams, now: float, session: str | No
         boosts["session"] = 1 + params.session_boost
     if memory.superseded_by is not None or outdated:
         boosts["superseded"] = params.superseded_factor
+    if timely and params.time_boost:
+        boosts["time"] = 1 + params.time_boost
     return boosts
 
 
@@ -161,6 +166,7 @@ def rank(
     cosines: Mapping[int, float] | None = None,
     exact_terms: Sequence[str] = (),
     neighbours: Mapping[int, Sequence[int]] | None = None,
+    asks_time: bool = False,
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, below the floor), each best first.
 
@@ -173,13 +179,19 @@ def rank(
     turns a share of their score (`fusion.with_neighbours`, applied by the
     caller, before it fetches what the candidates need); `neighbours` says which
     turns those were (`admitted_neighbours`), so that they borrow a share of the
-    query-term coverage too (`fusion.lent_coverage`).
+    query-term coverage too (`fusion.lent_coverage`). `asks_time` says the query asks
+    when something happened (`time_words.asks_for_time`): the candidates that say
+    when (`time_words.tells_time`) then move up the dense list as if `time_lift`
+    closer in meaning (`fusion.with_time`), and their score is multiplied by
+    1 + `time_boost`.
     """
     outdated = outdated or {}
     lent = lent_coverage(lexical, neighbours or {}, params.fusion.neighbour_share)
     found = with_meaning(found, cosines or {})
     exact = rare_exact(memories, {hit.seq for hit in (*found.dense, *found.sparse)}, exact_terms, params.exact_most)
-    dense = {hit.seq: hit.score for hit in found.dense}
+    dense = {hit.seq: hit.score for hit in found.dense}  # the true cosines: relevance is judged on them
+    timely = {seq for seq, memory in memories.items() if tells_time(memory.text)} if asks_time else set()
+    found = with_time(found, timely, params.time_lift)
     bm25 = {hit.seq: hit.score for hit in found.sparse}
     dense_rank, bm25_rank = positions(found.dense), positions(found.sparse)
     floor = params.floor if floor is None else floor
@@ -189,7 +201,7 @@ def rank(
         memory = memories.get(hit.seq)
         if memory is None:
             continue
-        boosts = _boosts(memory, params, now, session, hit.seq in outdated)
+        boosts = _boosts(memory, params, now, session, hit.seq in outdated, hit.seq in timely)
         score = hit.score * math.prod(boosts.values())
         item = Ranked(
             seq=hit.seq,

@@ -27,6 +27,7 @@ from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
 from project_ledger.text.text_signals import exact_terms
+from project_ledger.text.time_words import asks_for_time
 from project_ledger.text.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -264,7 +265,7 @@ class Recall:
         params, now = for_window(self.params, where), time.time()
         kept, below = rank(
             found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
-            exact_terms=exact_terms(query), neighbours=nearby,
+            exact_terms=exact_terms(query), neighbours=nearby, asks_time=asks_for_time(query),
         )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 

@@ -1,0 +1,71 @@
+"""Whether a question asks for a time, and whether a text says when something happened. Pure, English only.
+
+"When did we switch to Postgres?" is answered by the memory that says "we moved to Postgres last week", not by the
+ten that discuss Postgres without a time. Neither the words nor the meaning of the question single that one out:
+"when" is a stop word, and a time expression shares no word with it. These two tests let the ranking give such
+memories a small, bounded lift for such questions (`ranking.rank`, `RankingParams.time_boost`).
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = r"(?:second|minute|hour|day|night|week|weekend|month|year|decade|semester|season)s?"
+_WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?"
+_MONTHS = r"(?:january|february|march|april|june|july|august|september|october|november|december)"  # "may" apart
+_SEASONS = r"(?:spring|summer|autumn|fall|winter)"
+_COUNT = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several|few|couple of)"
+
+_TELLS = re.compile(  # on lowercased text; one leading word boundary, so each alternative is tried only at a word's start
+    r"\b(?:"
+    + "|".join(
+        [
+            r"(?:yesterday|today|tonight|tomorrow|the other day|nowadays)\b",
+            rf"(?:last|next|this|past|coming|previous|upcoming)\s+(?:{_UNITS}|{_WEEKDAYS}|{_SEASONS}|morning|afternoon|evening)\b",
+            rf"{_COUNT}\s+{_UNITS}\s+(?:ago|back|earlier|later|from now)\b",
+            r"(?:a while|long)\s+ago\b",
+            rf"(?:for|in|over|within|after)\s+(?:the\s+)?(?:past\s+|last\s+|next\s+)?{_COUNT}\s+{_UNITS}\b",
+            rf"{_MONTHS}\b",
+            rf"{_WEEKDAYS}\b",
+            r"(?:19|20)\d{2}\b",  # a year
+            r"\d{4}-\d{2}-\d{2}\b|\d{1,2}/\d{1,2}/\d{2,4}\b",  # a date
+            r"the\s+\d{1,2}(?:st|nd|rd|th)\b",  # "on the 15th"
+            r"\d{1,2}:\d{2}\b|\d{1,2}\s*(?:am|pm)\b",  # a clock time
+        ]
+    )
+    + ")"
+)
+# "May" is a month only where it cannot be the verb: capitalised and next to a day or a preposition of time.
+_MAY = re.compile(r"\b(?:in|on|of|since|by|until|early|late|mid-?|last|next|this)\s+May\b|\bMay\s+\d")
+# A leading stamp in brackets, as chat exports and logs write before every line: it says when the text was written,
+# which the memory's own time already says, not when the thing it tells of happened.
+_STAMP = re.compile(r"^\s*\[[^\]\n]{0,60}\]")
+
+_ASKS = re.compile(
+    "|".join(
+        [
+            # past or future, the subject before or after the verb ("when did Ana", "when Ana has"); "when does the
+            # export fail" asks for a condition, not a time, so the present tense counts only for a plan
+            r"\bwhen\s+(?:[\w']+\s+){0,3}?(?:did|was|were|will|would|had|has|have)\b",
+            r"\bwhen\s+(?:[\w']+\s+){0,3}?(?:is|are)\b[^?.!]*?\b(?:going to|planning|planned|scheduled|due|supposed to|expected)\b",
+            r"\bsince\s+when\b",
+            r"\b(?:what|which)\s+(?:year|month|day|date|time|week|weekend|season|decade)\b",
+            r"\bhow\s+(?:long|soon)\b",
+            rf"\bhow\s+many\s+{_UNITS}\b",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+
+def asks_for_time(question: str) -> bool:
+    """Whether the question asks when something happened or how long it took ("when did", "what year", "how long")."""
+    return _ASKS.search(question) is not None
+
+
+def tells_time(text: str) -> bool:
+    """Whether the text says when something happened: a relative time ("yesterday", "last week", "three years ago",
+    "for two months"), a month, weekday, year, date or clock time. A leading bracketed stamp (`_STAMP`) does not
+    count."""
+    body = _STAMP.sub("", text, count=1)
+    return _TELLS.search(body.lower()) is not None or _MAY.search(body) is not None

@@ -1,0 +1,77 @@
+"""Whether a question asks for a time and whether a text says when (`text/time_words.py`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from project_ledger.text.time_words import asks_for_time, tells_time
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When did we switch to Postgres?",
+        "when was the retry budget raised",
+        "When Jon has lost his job as a banker?",
+        "When is Joanna going to make the ice cream?",
+        "Since when do we pin the SDK?",
+        "What year did Ana move to Lisbon?",
+        "Which month was the outage?",
+        "How long did the migration take?",
+        "How many weeks has the flag been on?",
+    ],
+)
+def test_questions_that_ask_when_or_how_long(question: str) -> None:
+    assert asks_for_time(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When does ingest respond with E_PERIOD_CLOSED?",  # a condition, not a time
+        "When is the cache invalidated?",
+        "when the build fails, what do we do?",
+        "What did we decide about retries?",
+        "Which database do we use?",
+    ],
+)
+def test_questions_about_conditions_or_things_do_not(question: str) -> None:
+    assert not asks_for_time(question)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We moved billing to Postgres yesterday.",
+        "I got mentored by a business coach last week",
+        "Switched the queue over three months ago",
+        "I've had them for 3 years now",
+        "The freeze starts on Friday",
+        "Cut the release in March",
+        "We shipped it in May",
+        "Released v2 in 2023",
+        "Deadline is 2026-03-14",
+        "I met the team again on the 15th",
+        "Standup moved to 9:30",
+    ],
+)
+def test_texts_that_say_when(text: str) -> None:
+    assert tells_time(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We use Postgres for billing.",
+        "You may want to retry with backoff",  # "may" the verb
+        "[1:56 pm on 8 May, 2023] Melanie: I love painting sunsets.",  # a leading stamp says when it was written
+        "Retry 3 times with a 250 ms backoff",
+        "Take care, talk soon!",
+    ],
+)
+def test_texts_that_do_not(text: str) -> None:
+    assert not tells_time(text)
+
+
+def test_a_time_after_the_leading_stamp_still_counts() -> None:
+    assert tells_time("[1:56 pm on 8 May, 2023] Melanie: I painted that lake sunrise last year!")
