@@ -95,7 +95,7 @@ async def test_injections_stored_by_remember_come_back_flagged_delimited_and_are
         ids[turn["id"]] = INJECTIONS[4]
         pinned = next(i for i, t in ids.items() if t == INJECTIONS[-1])
         await agent.call("pin", id=pinned)
-        honest_id = await agent.remember(honest, kind="decision", pinned=True)
+        await agent.remember(honest, kind="decision", pinned=True)
         assert (await agent.call("remember", text=honest + " Really."))["suspicious"] is False
 
         fetched = await agent.session.call_tool("recall", {"ids": list(ids)})
