@@ -59,8 +59,7 @@ def test_batches_on_several_cores_keep_each_texts_vector_in_place(tmp_path: Path
     assert np.array_equal(np.array(vectors), np.array(one_core.embed_documents(TEXTS)))
     for text, vector in zip(TEXTS[:6], vectors, strict=False):
         alone = shared_embedder().embed_documents([text])[0]
-        # The integer products quantize a batch's activations with one scale: the batch moves a vector a little.
-        assert float(np.dot(vector, alone)) > 0.98, text
+        assert np.allclose(vector, alone, atol=1e-6), text  # a memory's vector does not depend on its batch
         query = shared_embedder().embed_query(text)
         assert np.allclose(spread.embed_query(text), query, atol=1e-5), text  # the float session: rounding only
 

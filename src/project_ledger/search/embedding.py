@@ -43,6 +43,10 @@ MAX_EMBED_CHARS = 2_000
 MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
 CODE_MAX_TOKENS = 128  # a code symbol's text is cut here: its kind, name, signature and docstring come first
 DOCUMENT_BATCH = 8
+# The integer session quantizes a batch's activations with one scale, so a text batched with others got a vector
+# that depended on them (cosine 0.989 to the text alone). One text a batch: a vector is its text's alone, and it
+# costs nothing measurable (memories 256 per CPU s against 284, symbols 139-145 against 137-142; one run each).
+INTEGER_BATCH = 1
 CODE_SESSION_IDLE_SECONDS = 120.0  # the integer session is dropped after this long without a text to embed
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
@@ -365,8 +369,7 @@ class OnnxEmbedder(_LazyEmbedder):
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for memories (under MEMORY_IDENTITY): the integer session of `embed_code`, texts cut at
-        MAX_TOKENS, in batches of similar length, at most DOCUMENT_BATCH texts and MAX_BATCH_TOKENS padded tokens
-        each. Queries keep the float session (`_embed_query`); recall quality did not drop on either corpus
+        MAX_TOKENS, one text a batch (INTEGER_BATCH). Queries keep the float session (`_embed_query`); recall quality did not drop on either corpus
         (`benchmarks/retrieval.py`, `benchmarks/locomo.py`)."""
         return self._embed_integer(texts, MAX_TOKENS)
 
@@ -377,7 +380,7 @@ class OnnxEmbedder(_LazyEmbedder):
 
     def embed_code(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for code symbols' texts (under CODE_IDENTITY): cut at CODE_MAX_TOKENS and run with integer
-        matrix products and a fused GELU (`onnx_edit`), in less than half the CPU seconds of `embed_documents`.
+        matrix products and a fused GELU (`onnx_edit`), in less than half the CPU seconds of the float session.
 
         A symbol's text is its kind and name with the words of that name and of its module, signature, docstring
         head and body head, in that order (`code.rows.embed_text`); what lies past 128 tokens is the end of a long
@@ -391,12 +394,14 @@ class OnnxEmbedder(_LazyEmbedder):
         self._require()
         session = self._open_code()
         try:
-            return self._embed(texts, session, max_tokens)
+            return self._embed(texts, session, max_tokens, INTEGER_BATCH)
         finally:
             del session  # the idle timer's drop must be the last reference
             self._close_code()
 
-    def _embed(self, texts: Sequence[str], session: ort.InferenceSession, max_tokens: int) -> list[np.ndarray]:
+    def _embed(
+        self, texts: Sequence[str], session: ort.InferenceSession, max_tokens: int, most: int = DOCUMENT_BATCH
+    ) -> list[np.ndarray]:
         assert self._tokenizer is not None
         encodings = self._tokenizer.encode_batch([text[:MAX_EMBED_CHARS] for text in texts])
         # Cut as the tokenizer's own truncation would (it keeps the closing [SEP]); it is set to MAX_TOKENS.
@@ -419,7 +424,7 @@ class OnnxEmbedder(_LazyEmbedder):
 
         lengths = [len(i) for i in ids]
         try:
-            return self._spread(plan_batches(lengths, DOCUMENT_BATCH, MAX_BATCH_TOKENS), run, len(texts))
+            return self._spread(plan_batches(lengths, most, MAX_BATCH_TOKENS), run, len(texts))
         finally:
             if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
                 _release_freed_memory()
