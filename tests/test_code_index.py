@@ -43,6 +43,17 @@ async def eventually(check: Any, timeout: float = 20) -> Any:
         return result
 
 
+def journal_rows(journal: Path, query: str) -> list[tuple[Any, ...]]:
+    """What `query` reads from the journal file, as another process would see it."""
+    import sqlite3
+
+    db = sqlite3.connect(journal)
+    try:
+        return db.execute(query).fetchall()
+    finally:
+        db.close()
+
+
 def copy_fixtures(root: Path, languages: tuple[str, ...] = ()) -> None:
     for language in languages or LANGUAGES:
         shutil.copytree(FIXTURES / language, root / "langs" / language)
@@ -497,11 +508,7 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     journal = project.data_dir / "journal.sqlite3"
 
     def rows(query: str) -> list[tuple[Any, ...]]:
-        db = sqlite3.connect(journal)
-        try:
-            return db.execute(query).fetchall()
-        finally:
-            db.close()
+        return journal_rows(journal, query)
 
     memory_vectors = rows("SELECT seq, model, vector FROM embeddings ORDER BY seq")
     assert [model for _, model, _ in memory_vectors] == [MEMORY_IDENTITY]
@@ -549,11 +556,7 @@ async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_emb
     journal = project.data_dir / "journal.sqlite3"
 
     def rows(query: str) -> list[tuple[Any, ...]]:
-        db = sqlite3.connect(journal)
-        try:
-            return db.execute(query).fetchall()
-        finally:
-            db.close()
+        return journal_rows(journal, query)
 
     hashes = rows("SELECT id, embed_hash FROM code_symbols ORDER BY id")
     db = sqlite3.connect(journal)
