@@ -571,5 +571,10 @@ async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_emb
     assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
     async with connect(project) as ledger:
         await indexed(ledger)
-        found = await ledger.call("search_code", query="distance to", language="python")
-        assert found["mode"] == "hybrid" and found["results"][0]["qualname"] == "Point.distance_to"
+
+        async def hybrid() -> dict[str, Any] | None:
+            found = await ledger.call("search_code", query="distance to", language="python")
+            return found if found["mode"] == "hybrid" else None
+
+        found = await eventually(hybrid, timeout=120)  # the model loads in the background, after the scan or not
+        assert found["results"][0]["qualname"] == "Point.distance_to"
