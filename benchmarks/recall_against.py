@@ -30,12 +30,22 @@ from readme_table import publish
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
+# The journal is filled once, its vectors labelled with the model identity of the code that filled it. Each version
+# relabels its copy with its own identity first: a version that found none of its own would search without dense
+# vectors, and look faster than it is (as 3d6db1b did against memories' new identity: 2-3x apart).
 RUN = """
-import json, sys
+import json, sqlite3, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from performance import in_process_recall
-print(json.dumps(in_process_recall(Path(sys.argv[2]))))
+from project_ledger.search.embedding import create_embedder
+root = Path(sys.argv[2])
+identity = create_embedder(None, None, root / ".ledger" / "model", None).identity
+db = sqlite3.connect(root / ".ledger" / "journal.sqlite3")
+with db:
+    db.execute("UPDATE embeddings SET model = ?", (identity,))
+db.close()
+print(json.dumps(in_process_recall(root)))
 """
 
 

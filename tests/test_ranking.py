@@ -13,7 +13,9 @@ import pytest
 
 from project_ledger.memory.ranking import (
     Ranked,
+    Sources,
     admitted_neighbours,
+    after_successors,
     collapse_captured,
     for_window,
     outdated_turns,
@@ -256,3 +258,17 @@ def test_a_question_that_asks_when_lifts_the_memory_that_says_when_within_bounds
     assert [r.seq for r in rank(found, memories, coverage, without, NOW.timestamp(), floor=0.0, asks_time=True)[0]] == [2, 1]
     far = Candidates(dense=[Hit(2, 0.8), Hit(1, 0.6)], sparse=[Hit(2, 3.0)])  # a time is no reason to pass a far better match
     assert [r.seq for r in rank(far, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asks_time=True)[0]] == [2, 1]
+
+
+def test_an_outdated_item_follows_its_successor_and_looping_links_lose_nothing() -> None:
+    def ranked(memory_id: str, outdated_by: str | None = None) -> Ranked:
+        sources = Sources(dense=None, dense_rank=None, bm25=None, bm25_rank=None, coverage=0.0, fused=0.0, boosts={})
+        return Ranked(0, memory(memory_id), 1.0, 1.0, outdated_by, sources)
+
+    def order(*items: Ranked) -> list[str]:
+        return [item.memory.id for item in after_successors(items)]
+
+    assert order(ranked("old", outdated_by="new"), ranked("x"), ranked("new")) == ["x", "new", "old"]
+    assert order(ranked("old", outdated_by="gone"), ranked("x")) == ["old", "x"]  # its successor is no candidate
+    assert order(ranked("a"), ranked("self", outdated_by="self"), ranked("c")) == ["a", "self", "c"]
+    assert order(ranked("p", outdated_by="q"), ranked("q", outdated_by="p"), ranked("c")) == ["c", "p", "q"]

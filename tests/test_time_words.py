@@ -75,3 +75,8 @@ def test_texts_that_do_not(text: str) -> None:
 
 def test_a_time_after_the_leading_stamp_still_counts() -> None:
     assert tells_time("[1:56 pm on 8 May, 2023] Melanie: I painted that lake sunrise last year!")
+
+
+def test_a_long_question_is_read_only_near_its_start_and_in_linear_time() -> None:
+    assert not asks_for_time("when is a " * 20_000)  # once quadratic in the "when"s: minutes, holding the GIL
+    assert asks_for_time("When did we move billing to Postgres? " + "context " * 20_000)

@@ -385,7 +385,7 @@ def create_server(
         interpreter's lock; begun once the client says it is initialized, it does not hold up the handshake."""
         with anyio.move_on_after(GREETING_SECONDS):
             await greeted.wait()
-        handle.start()
+        await anyio.to_thread.run_sync(handle.start)  # it waits for the handle's lock, which an opening call may hold
 
     async def on_initialized(ctx: ServerRequestContext, params: NotificationParams) -> None:
         greeted.set()

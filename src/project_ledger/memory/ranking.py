@@ -248,10 +248,12 @@ def after_successors(ranked: Sequence[Ranked]) -> list[Ranked]:
 
     for item in ranked:
         successor = item.outdated_by or item.memory.superseded_by
-        if successor in present and successor not in placed:
+        if successor in present and successor not in placed and successor != item.memory.id:
             waiting.setdefault(successor, []).append(item)
         else:
             place(item)
+    # Links that loop (two items each waiting for the other) never come free: such items keep their order, last.
+    ordered += [item for item in ranked if item.memory.id not in placed]
     return ordered
 
 

@@ -308,7 +308,7 @@ class OnnxEmbedder(_LazyEmbedder):
         self._session: ort.InferenceSession | None = None
         self._code_session: ort.InferenceSession | None = None
         self._code_lock = threading.Lock()
-        self._code_calls = 0  # `embed_code` calls running
+        self._code_calls = 0  # calls on the integer session running (`embed_code`, `embed_documents`)
         self._code_timer: threading.Timer | None = None  # drops the integer session once it has been idle
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None

@@ -47,7 +47,7 @@ _ASKS = re.compile(
             # past or future, the subject before or after the verb ("when did Ana", "when Ana has"); "when does the
             # export fail" asks for a condition, not a time, so the present tense counts only for a plan
             r"\bwhen\s+(?:[\w']+\s+){0,3}?(?:did|was|were|will|would|had|has|have)\b",
-            r"\bwhen\s+(?:[\w']+\s+){0,3}?(?:is|are)\b[^?.!]*?\b(?:going to|planning|planned|scheduled|due|supposed to|expected)\b",
+            r"\bwhen\s+(?:[\w']+\s+){0,3}?(?:is|are)\b[^?.!]{0,80}?\b(?:going to|planning|planned|scheduled|due|supposed to|expected)\b",
             r"\bsince\s+when\b",
             r"\b(?:what|which)\s+(?:year|month|day|date|time|week|weekend|season|decade)\b",
             r"\bhow\s+(?:long|soon)\b",
@@ -58,9 +58,12 @@ _ASKS = re.compile(
 )
 
 
+ASKS_WITHIN = 1_000  # characters of a question looked at: a question says what it asks near its start
+
+
 def asks_for_time(question: str) -> bool:
     """Whether the question asks when something happened or how long it took ("when did", "what year", "how long")."""
-    return _ASKS.search(question) is not None
+    return _ASKS.search(question[:ASKS_WITHIN]) is not None
 
 
 def tells_time(text: str) -> bool:
