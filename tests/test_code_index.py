@@ -569,6 +569,14 @@ async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_emb
     assert cli(project, "index", "--embed", "--json")["embedded"] == 0
     assert rows("SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]
     assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
+
+    db = sqlite3.connect(journal)
+    with db:  # a row another version wrote after the re-hash (a server not restarted after the upgrade)
+        db.execute("UPDATE code_symbols SET embed_hash = 'other-' || embed_hash WHERE id = ?", (hashes[0][0],))
+    db.close()
+    assert cli(project, "index", "--embed", "--json")["embedded"] == 1  # it takes today's hash with its vector
+    assert cli(project, "index", "--embed", "--json")["embedded"] == 0
+    assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
     async with connect(project) as ledger:
         await indexed(ledger)
 

@@ -181,7 +181,8 @@ class CodeSearch:
         texts = [symbol.embed_text() for symbol in pending]
         vectors = self._embedder.embed_documents(texts)
         self._store.store_vectors(
-            self._embedder.identity, [(embed_hash(text), to_bytes(vector)) for text, vector in zip(texts, vectors, strict=True)]
+            self._embedder.identity,
+            [(symbol.id, embed_hash(text), to_bytes(vector)) for symbol, text, vector in zip(pending, texts, vectors, strict=True)],
         )
         return len(pending)
 

@@ -235,26 +235,26 @@ class CodeStore:
             )
 
     def refresh_texts(self) -> int:
-        """Re-hash every symbol's text if the store was written under another `TEXT_VERSION`; how many changed.
+        """Re-hash every symbol's text if the store was written under an earlier `TEXT_VERSION`; how many changed.
 
         A symbol's embed hash is computed when its file is parsed. Once the text changes (a new `embed_text`), a
         vector stored for the new text under its hash would never be found by the old one, so the symbol would be
         embedded again on every round. Re-hashed rows get no vector until embedded again in the background, and
-        a new revision, so search indexes re-read them (their BM25 terms too: a BM25 setting can change with the
-        version). Two processes opening at once: the second finds the version set and does nothing."""
+        every row a new revision, so search indexes re-read them all (their BM25 terms too: a BM25 setting can
+        change with the version). Two processes opening at once: the second finds the version set and does
+        nothing; a process of an older version leaves a newer version's hashes alone."""
         version = self._read("SELECT value FROM counters WHERE name = 'code_text'")
-        if version and version[0][0] == TEXT_VERSION:
+        if version and version[0][0] >= TEXT_VERSION:  # a newer version's texts are not re-hashed back
             return 0
         with self._write() as db:
             row = db.execute("SELECT value FROM counters WHERE name = 'code_text'").fetchone()
-            if row is not None and row[0] == TEXT_VERSION:
+            if row is not None and row[0] >= TEXT_VERSION:
                 return 0
             rows = db.execute(f"SELECT {_SYMBOL_COLUMNS}, embed_hash FROM code_symbols").fetchall()
             hashes = [(embed_hash(_symbol(row).embed_text()), row["id"], row["embed_hash"]) for row in rows]
             changed = [(new, symbol_id) for new, symbol_id, old in hashes if new != old]
-            if changed:
-                rev = _next_code_rev(db)
-                db.executemany("UPDATE code_symbols SET embed_hash = ?, rev = ? WHERE id = ?", [(h, rev, i) for h, i in changed])
+            db.executemany("UPDATE code_symbols SET embed_hash = ? WHERE id = ?", changed)
+            db.execute("UPDATE code_symbols SET rev = ?", (_next_code_rev(db),))  # every row: its BM25 terms may differ too
             db.execute("INSERT OR REPLACE INTO counters (name, value) VALUES ('code_text', ?)", (TEXT_VERSION,))
         return len(changed)
 
@@ -309,14 +309,19 @@ class CodeStore:
             (model,),
         )[0][0]
 
-    def store_vectors(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> None:
-        """Save vectors by text hash and move the symbols using them to a new revision, so indexes pick them up."""
+    def store_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+        """Save vectors by text hash and move the symbols using them to a new revision, so indexes pick them up.
+
+        Each vector comes with the symbol whose text was embedded, which takes that text's hash: a row another
+        version of the ledger wrote (another `TEXT_VERSION`, a server not yet restarted after an upgrade) carries
+        another hash, and would otherwise stay without a vector and be embedded again on every round."""
         with self._write() as db:
             rev = _next_code_rev(db)
-            for text_hash, vector in vectors:
+            for symbol_id, text_hash, vector in vectors:
                 db.execute(
                     "INSERT OR REPLACE INTO code_vectors (embed_hash, model, vector) VALUES (?, ?, ?)", (text_hash, model, vector)
                 )
+                db.execute("UPDATE code_symbols SET embed_hash = ?, rev = ? WHERE id = ?", (text_hash, rev, symbol_id))
                 db.execute("UPDATE code_symbols SET rev = ? WHERE embed_hash = ?", (rev, text_hash))
 
     # -- queries ---------------------------------------------------------------

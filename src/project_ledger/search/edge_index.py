@@ -129,7 +129,11 @@ class EdgeIndex:
         try:
             self._shard = self._q.EdgeShard.load(str(shard_dir))
             self._shard.info()
-        except Exception as exc:  # a damaged shard is only a cache of the journal
+        except BaseException as exc:  # a damaged shard is only a cache of the journal
+            # The engine reports some damage (an emptied storage file) as a Rust panic, which Python raises as a
+            # BaseException: it is rebuilt like any other damage. An interrupt is not damage.
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
             self.events.append(f"index in {shard_dir} was unreadable ({exc}): rebuilt from the journal")
             self._create(self._state.epoch)
             return
