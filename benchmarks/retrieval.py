@@ -214,7 +214,7 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     fusion = RankingParams().fusion
     firsts = ledger.journal.get_by_seqs(sorted({hit.seq for c in candidates for hit in c.sparse[: fusion.feedback_hits]}))
     widened = [
-        ledger.sync.widened(text, [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
+        ledger.sync.widened(ledger.sync.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
         if fusion.feedback_hits and c.sparse
         else None
         for text, c, where in zip(texts, candidates, wheres, strict=True)
@@ -233,7 +233,7 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     ]
     cosines = [ledger.sync.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
-        ledger.sync.coverage(text, {seq: memories[seq].text for seq in these if seq in memories})
+        ledger.sync.coverage(ledger.sync.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
         for text, these in zip(texts, considered, strict=True)
     ]
     seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}

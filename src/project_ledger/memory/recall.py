@@ -243,12 +243,13 @@ class Recall:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         fusion = self.params.fusion
         limit = max(fusion.candidates, k)
-        found = self.sync.candidates(query, dense, where, limit)
+        terms = self.sync.terms(query)
+        found = self.sync.search(terms, dense, where, limit)
         fetched: dict[int, Memory] = {}
         if fusion.feedback_hits and found.sparse:  # a second BM25 search, widened with the words its best hits share
             fetched = self.journal.get_by_seqs([hit.seq for hit in found.sparse[: fusion.feedback_hits]])
             top = [fetched[hit.seq].text for hit in found.sparse[: fusion.feedback_hits] if hit.seq in fetched]
-            if (widened := self.sync.widened(query, top, where, limit, fusion)) is not None:
+            if (widened := self.sync.widened(terms, top, where, limit, fusion)) is not None:
                 found = Candidates(dense=found.dense, sparse=widened)
         nearby: dict[int, list[int]] = {}
         if share := fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
@@ -259,7 +260,7 @@ class Recall:
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}
         memories = {seq: fetched[seq] for seq in listed & fetched.keys()}
         memories |= self.journal.get_by_seqs(sorted(listed - fetched.keys()))
-        lexical = self.sync.coverage(query, {seq: memory.text for seq, memory in memories.items()})
+        lexical = self.sync.coverage(terms, {seq: memory.text for seq, memory in memories.items()})
         on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
         cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()

@@ -222,25 +222,32 @@ class IndexSync:
             )
         return self._index
 
+    def terms(self, query: str) -> SparseVec:
+        """The query's BM25 terms, once per question: its searches and coverage all take them."""
+        self.index()
+        assert self._encoder is not None
+        return self._encoder.query(query)
+
     def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
+        """`search` for the terms of `query`."""
+        return self.search(self.terms(query), dense, where, limit)
+
+    def search(self, terms: SparseVec, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
         """Catch up with the journal, then search; no catch-up, here or in another process, interleaves.
 
         Any failure of the backend (a Qdrant server that stopped answering, a shard on a full disk) is
         `IndexUnavailable`: searches say so, and a write's near-duplicate check is skipped rather than failing it.
         """
-        index = self.index()
-        assert self._encoder is not None
-        return self._search(index, dense, self._encoder.query(query), where, limit)
+        return self._search(self.index(), dense, terms, where, limit)
 
-    def widened(self, query: str, top: list[str], where: SearchFilter, limit: int, params: FusionParams) -> list[Hit] | None:
-        """The BM25 hits of `query` widened with the words the texts of its best hits share (`fusion.with_feedback`);
-        None when no word is shared by two of them, so there is nothing to widen it with."""
+    def widened(self, terms: SparseVec, top: list[str], where: SearchFilter, limit: int, params: FusionParams) -> list[Hit] | None:
+        """The BM25 hits of the query's `terms` widened with the words the texts of its best hits share
+        (`fusion.with_feedback`); None when no word is shared by two of them, so there is nothing to widen it with."""
         index = self.index()
         assert self._encoder is not None
-        asked = self._encoder.query(query)
         hits = [self._encoder.document(text) for text in top]
-        wanted = with_feedback(asked, hits, params.feedback_terms, params.feedback_weight)
-        if len(wanted.indices) == len(asked.indices):
+        wanted = with_feedback(terms, hits, params.feedback_terms, params.feedback_weight)
+        if len(wanted.indices) == len(terms.indices):
             return None
         return self._search(index, None, wanted, where, limit).sparse
 
@@ -275,11 +282,10 @@ class IndexSync:
             found[seq] = float(np.dot(vector, wanted) / (np.linalg.norm(vector) or 1.0))
         return found
 
-    def coverage(self, query: str, texts: dict[int, str]) -> dict[int, float]:
-        """How much of the query's terms each text contains (see `fusion.coverage`)."""
+    def coverage(self, terms: SparseVec, texts: dict[int, str]) -> dict[int, float]:
+        """How much of the query's `terms` each text contains (see `fusion.coverage`)."""
         self.index()
         assert self._encoder is not None
-        terms = self._encoder.query(query)
         return {seq: coverage(terms, self._encoder.document(text)) for seq, text in texts.items()}
 
     def catch_up(self) -> None:
