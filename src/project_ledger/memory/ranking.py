@@ -89,6 +89,7 @@ def outdated_turns(
     similarity.
     """
     found: dict[int, str] = {}
+    said = {old_seq: content_words(old.text) for old_seq, old in retired.items() if old.kind != "summary"}
     for seq, turn in turns.items():
         words = content_words(turn.text)
         for old_seq, old in retired.items():
@@ -96,8 +97,8 @@ def outdated_turns(
                 continue
             close = seq in vectors and old_seq in vectors and float(vectors[seq] @ vectors[old_seq]) >= similarity
             restated = (
-                old.kind != "summary"  # a gist is made of the session's turns and replaced by the next gist, not a change
-                and len(shared := words & content_words(old.text)) >= 2
+                old_seq in said  # not a gist: it is made of the session's turns and replaced by the next gist, not a change
+                and len(shared := words & said[old_seq]) >= 2
                 and len(shared) >= wording * len(words)
             )
             if close or restated:
