@@ -4,12 +4,14 @@ table the `*_against.py` benchmarks print (a figure of each, and their ratio).""
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,10 +32,20 @@ def base_sources(base: str) -> Iterator[Path]:
             git("worktree", "remove", "--force", str(checkout), check=False)
 
 
-def table(what: str, base: str, head: str, rows: list[tuple[str, float, float]], decimals: int, how: str, command: str, loads: list[float]) -> str:
-    """`rows` are (label, base's figure, this checkout's figure) in milliseconds."""
+def table(
+    what: str, runs: dict[str, list[Any]], figures: list[tuple[str, Any]], decimals: int, how: str, command: str, loads: list[float]
+) -> str:
+    """`runs` holds the base's runs, then this checkout's, by commit; each of `figures` is a row's label and what
+    picks a figure in seconds out of a run (a key or an index), shown as the median in milliseconds."""
+    (base, base_runs), (head, head_runs) = runs.items()
+
+    def median(of: list[Any], pick: Any) -> float:
+        return statistics.median(run[pick] for run in of) * 1000
+
     lines = [f"| {what} | {base} | {head} (this checkout) | ratio |", "|---|---|---|---|"]
-    lines += [f"| {label} | {before:.{decimals}f} ms | {after:.{decimals}f} ms | {after / before:.2f} |" for label, before, after in rows]
+    for label, pick in figures:
+        before, after = median(base_runs, pick), median(head_runs, pick)
+        lines.append(f"| {label} | {before:.{decimals}f} ms | {after:.{decimals}f} ms | {after / before:.2f} |")
     return "\n".join(
         [
             *lines,

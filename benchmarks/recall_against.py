@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,14 +81,10 @@ def main() -> None:
                 runs[name].append(one_run(sources[name], roots[name]))
                 loads.append(load())
 
-    def median(name: str, key: str) -> float:
-        return statistics.median(run[key] for run in runs[name]) * 1000
-
-    rows = [(f"{key}, median of {args.runs} runs", median(base, key), median(head, key)) for key in ("p50", "p95")]
+    figures = [(f"{key}, median of {args.runs} runs", key) for key in ("p50", "p95")]
     what = f"recall at {args.size:,} memories, in-process, no query embedding"
     how = "Runs interleaved, each in a fresh process."
-    command = f"python benchmarks/recall_against.py --base {args.base}"
-    table_text = table(what, base, head, rows, 1, how, command, loads)
+    table_text = table(what, runs, figures, 1, how, f"python benchmarks/recall_against.py --base {args.base}", loads)
     publish("recall-against", table_text, args.write)
 
 

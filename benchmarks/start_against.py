@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,14 +64,10 @@ def main() -> None:
                 runs[name].append(anyio.run(cold_start, sources[name]))
                 loads.append(load())
 
-    def median(name: str, at: int) -> float:
-        return statistics.median(run[at] for run in runs[name]) * 1000
-
-    rows = [(label, median(base, at), median(head, at)) for at, label in ((0, "`initialize` answered"), (1, "first `recall` answered"))]
+    figures = [("`initialize` answered", 0), ("first `recall` answered", 1)]
     what = f"`serve` over stdio, spawned cold, median of {args.runs}"
     how = "Runs interleaved, each in a fresh data directory."
-    command = f"python benchmarks/start_against.py --base {args.base}"
-    table_text = table(what, base, head, rows, 0, how, command, loads)
+    table_text = table(what, runs, figures, 0, how, f"python benchmarks/start_against.py --base {args.base}", loads)
     publish("start-against", table_text, args.write)
 
 
