@@ -54,6 +54,19 @@ def journal_rows(journal: Path, query: str) -> list[tuple[Any, ...]]:
         db.close()
 
 
+def journal_write(journal: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    """Change the journal file as another process (an earlier version) would have, in one transaction."""
+    import sqlite3
+
+    db = sqlite3.connect(journal)
+    try:
+        with db:
+            for sql, params in statements:
+                db.execute(sql, params)
+    finally:
+        db.close()
+
+
 def copy_fixtures(root: Path, languages: tuple[str, ...] = ()) -> None:
     for language in languages or LANGUAGES:
         shutil.copytree(FIXTURES / language, root / "langs" / language)
@@ -496,7 +509,6 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     again, while the memories' vectors stay as they are. Memories moved to the integer session too
     (`MEMORY_IDENTITY`): a ledger whose memory vectors are the float session's finds its memories meanwhile,
     embeds them again and keeps the earlier vectors."""
-    import sqlite3
 
     from project_ledger.search.embedding import CODE_IDENTITY, MEMORY_IDENTITY, OFFLINE_IDENTITY
 
@@ -515,10 +527,7 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     code_vectors = rows("SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
     assert {model for _, model, _ in code_vectors} == {CODE_IDENTITY}
 
-    db = sqlite3.connect(journal)
-    with db:
-        db.execute("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,))  # what the previous version stored
-    db.close()
+    journal_write(journal, ("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
     assert cli(project, "status", "--json")["code"]["pending_vectors"] > 0
     again = cli(project, "index", "--embed", "--json")
     assert again["embedded"] == first["embedded"]
@@ -526,10 +535,7 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     assert [(h, v) for h, _, v in renewed] == [(h, v) for h, _, v in code_vectors]  # the same text, the same vector
     assert rows("SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors
 
-    db = sqlite3.connect(journal)
-    with db:
-        db.execute("UPDATE embeddings SET model = ?", (OFFLINE_IDENTITY,))  # what the previous version stored
-    db.close()
+    journal_write(journal, ("UPDATE embeddings SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
     assert cli(project, "status", "--json")["index"]["missing_embeddings"] == 1
     found = cli(project, "recall", "which build tool", "--json")["results"]
     assert "make, not ninja" in found[0]["text"]  # found while (or before) its vector is made again
@@ -546,7 +552,6 @@ async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_emb
     """A symbol's embed hash is computed when its file is parsed. After `embed_text` changes (`TEXT_VERSION`), a
     ledger's stored hashes are those of the old texts: they are re-hashed on the next open, the symbols embedded once
     more (not on every round), and search finds them again."""
-    import sqlite3
 
     from project_ledger.code.symbol_text import TEXT_VERSION
 
@@ -559,21 +564,19 @@ async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_emb
         return journal_rows(journal, query)
 
     hashes = rows("SELECT id, embed_hash FROM code_symbols ORDER BY id")
-    db = sqlite3.connect(journal)
-    with db:  # what an earlier version left: other texts' hashes, each with its vector, and no text version
-        db.execute("UPDATE code_symbols SET embed_hash = 'old-' || embed_hash")
-        db.execute("UPDATE code_vectors SET embed_hash = 'old-' || embed_hash")
-        db.execute("DELETE FROM counters WHERE name = 'code_text'")
-    db.close()
+    journal_write(  # what an earlier version left: other texts' hashes, each with its vector, and no text version
+        journal,
+        ("UPDATE code_symbols SET embed_hash = 'old-' || embed_hash", ()),
+        ("UPDATE code_vectors SET embed_hash = 'old-' || embed_hash", ()),
+        ("DELETE FROM counters WHERE name = 'code_text'", ()),
+    )
     assert cli(project, "index", "--embed", "--json")["embedded"] == first["embedded"]
     assert cli(project, "index", "--embed", "--json")["embedded"] == 0
     assert rows("SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]
     assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
 
-    db = sqlite3.connect(journal)
-    with db:  # a row another version wrote after the re-hash (a server not restarted after the upgrade)
-        db.execute("UPDATE code_symbols SET embed_hash = 'other-' || embed_hash WHERE id = ?", (hashes[0][0],))
-    db.close()
+    # a row another version wrote after the re-hash (a server not restarted after the upgrade)
+    journal_write(journal, ("UPDATE code_symbols SET embed_hash = 'other-' || embed_hash WHERE id = ?", (hashes[0][0],)))
     assert cli(project, "index", "--embed", "--json")["embedded"] == 1  # it takes today's hash with its vector
     assert cli(project, "index", "--embed", "--json")["embedded"] == 0
     assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
