@@ -71,6 +71,27 @@ async def test_the_server_backend_persists_forgets_and_catches_up(tmp_path: Path
         assert [h["id"] for h in await ledger.recall("invoice numbering")] == [keep]
 
 
+@pytest.mark.parametrize(("written_format", "rebuilt"), [(2, False), (1, True)])
+async def test_a_collection_of_an_earlier_format_is_rebuilt_only_when_that_format_changed_it(
+    tmp_path: Path, written_format: int, rebuilt: bool
+) -> None:
+    """Format 3 changed only the embedded shard, so a server collection written under format 2 is kept as it is."""
+    project = Project(tmp_path / "repo", env={"LEDGER_QDRANT_PATH": str(tmp_path / "qdrant-local")})
+    project.root.mkdir()
+    async with connect(project) as ledger:
+        kept = await ledger.remember("Invoices are numbered per tenant, starting at 1000.")
+        await ledger.settled()
+    states = list(project.data_dir.rglob("qdrant-*.json"))
+    assert states
+    for state in states:
+        data = json.loads(state.read_text())
+        state.write_text(json.dumps({**data, "format": written_format}))
+    async with connect(project) as ledger:
+        status = await ledger.settled()
+        assert ("did not match this journal or model: rebuilt" in json.dumps(status)) is rebuilt
+        assert [h["id"] for h in await ledger.recall("invoice numbering")] == [kept]
+
+
 async def test_code_search_on_the_server_backend_matches_the_embedded_one(tmp_path: Path) -> None:
     """Symbols go to their own collection (`<prefix>-<project>-<id>-code`) and rank as they do in the embedded shard."""
     from .test_code_index import FIXTURES, indexed

@@ -166,7 +166,8 @@ class IndexState:
       only; -1 for not recorded), so that `SlotState` can tell without opening it.
 
     `load()` is False when the file is missing, unreadable or written for another
-    embedding model or format: the index must then be rebuilt.
+    embedding model or format: the index must then be rebuilt. `also_reads` names
+    older formats whose change did not touch this backend, so it keeps them.
     """
 
     path: Path
@@ -177,11 +178,12 @@ class IndexState:
     shard: str = ""
     optimized: int = 0
     points: int = -1
+    also_reads: tuple[int, ...] = ()
 
     def load(self) -> bool:
         try:
             data = json.loads(self.path.read_text())
-            if data["format"] != STATE_FORMAT or data["embedder"] != self.embedder:
+            if data["format"] not in (STATE_FORMAT, *self.also_reads) or data["embedder"] != self.embedder:
                 return False
             self.epoch, self.watermark, self.forgets = int(data["epoch"]), int(data["watermark"]), int(data["forgets"])
             self.shard, self.optimized = str(data["shard"]), int(data["optimized"])

@@ -20,6 +20,10 @@ from project_ledger.file_lock import FileLock
 from project_ledger.search.index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType
 from project_ledger.search.sparse import SparseVec
 
+# Index state formats a collection keeps: format 3 changed only the embedded shard (no write-ahead log), so a
+# collection written under format 2 holds the same points and is not rebuilt from the journal.
+SAME_ON_A_SERVER = (2,)
+
 _SCHEMA_LOCK = threading.Lock()
 
 
@@ -75,7 +79,9 @@ class QdrantIndex:
         self.location = f"{location} collection {collection}"
         self.events: list[str] = []
         state_dir.mkdir(parents=True, exist_ok=True)
-        self._state = IndexState(state_dir / f"qdrant-{collection}.json", embedder_identity)
+        self._state = IndexState(
+            state_dir / f"qdrant-{collection}.json", embedder_identity, also_reads=SAME_ON_A_SERVER
+        )
         self._lock_path = state_dir / f"qdrant-{collection}.lock"
         if owns_client and not location.startswith("local "):
             self.events.extend(server_version_notes(client))
