@@ -160,6 +160,31 @@ def test_a_turn_the_superseded_decision_restates_is_outdated_whatever_its_vector
     assert outdated_turns(turns, retired, far, similarity=0.6, wording=1.01) == {}
 
 
+def test_a_short_turn_whose_few_words_the_decision_holds_is_not_outdated_by_its_words() -> None:
+    """A turn of two or three content words, all in the retired decision, is a question about its topic, not a
+    statement of it; from four on, a turn holding 0.7 of its words in the decision restates it."""
+
+    def turn(memory_id: str, text: str) -> Memory:
+        return memory(memory_id, "turn", age_days=2, session="s1").model_copy(update={"text": text})
+
+    turns = {
+        1: turn("t1", "money columns?"),  # two content words, both in the decision
+        2: turn("t2", "numeric money columns?"),  # three
+        3: turn("t3", "money columns stored as numeric, mapped to decimal"),  # six, all in it
+    }
+    old = memory("m10", "decision", age_days=1, session="s1", superseded_by="m11")
+    retired = {10: old.model_copy(update={"text": "Money columns stored as NUMERIC(12,2), mapped to Decimal."})}
+    far = {seq: unit(0, 0, 1) for seq in turns} | {10: unit(1, 0, 0)}
+    assert outdated_turns(turns, retired, far, similarity=0.6, wording=0.7) == {3: "m11"}
+
+
+def test_a_turn_close_in_meaning_to_a_replaced_session_gist_is_not_outdated() -> None:
+    """A gist is made of its session's turns and replaced by the next gist: that changes nothing they said."""
+    turns = {1: memory("t1", "turn", age_days=2, session="s1")}
+    retired = {20: memory("m20", "summary", age_days=1, session="s1", superseded_by="m21")}
+    assert outdated_turns(turns, retired, {1: unit(1, 0, 0), 20: unit(1, 0.05, 0)}, similarity=0.6, wording=0.7) == {}
+
+
 def test_an_outdated_item_never_ranks_above_what_replaced_it_outside_a_time_window() -> None:
     found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7), Hit(4, 0.6)], sparse=[Hit(1, 9.0), Hit(5, 8.0)])
     memories = {

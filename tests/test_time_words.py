@@ -50,6 +50,11 @@ def test_questions_about_conditions_or_things_do_not(question: str) -> None:
         "Cut the release in March",
         "We shipped it in May",
         "Released v2 in 2023",
+        "We have run it since 1998",
+        "In May we moved the queue",  # the preposition starts the sentence
+        "The freeze lifts mid-May",
+        "Signed on 8 May, 2023",
+        "Back in the 1990s it ran on one box",
         "Deadline is 2026-03-14",
         "I met the team again on the 15th",
         "Standup moved to 9:30",
@@ -67,6 +72,10 @@ def test_texts_that_say_when(text: str) -> None:
         "[1:56 pm on 8 May, 2023] Melanie: I love painting sunsets.",  # a leading stamp says when it was written
         "Retry 3 times with a 250 ms backoff",
         "Take care, talk soon!",
+        "The buffer holds 2048 bytes",  # numbers in the range of years that count or measure
+        "The proxy listens on port 2000",
+        "The query took 1950 ms",
+        "It fails in 2000 ms under load",
     ],
 )
 def test_texts_that_do_not(text: str) -> None:

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 DAY = 86_400.0
+# Content words a turn must share with a retired memory to count as restating it on words alone. A short turn is
+# usually a question about the topic ("money columns?", "webhooks from stripe to us"): its two or three words are all
+# in the decision that answered it, yet it stated nothing. The restatements on the project corpus share 6 to 12.
+RESTATED_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -81,26 +85,28 @@ def outdated_turns(
     would outrank the new decision for the same question. A turn counts as a
     source of a retired memory when it is from the same session, came before
     it, and either is at least `similarity` close in meaning (unit vectors
-    assumed) or has at least `wording` of its content words, two or more, in
-    the memory's text (unless it is a session gist). The second test needs no
+    assumed) or has at least `wording` of its content words, `RESTATED_WORDS`
+    or more, in the memory's text. The second test needs no
     vectors, so it holds while vectors are missing or being re-made, and it
     does not flip with vector noise: "100 requests per second per key, fixed
     window" is 0.597 close to the decision that restates it, just under a 0.6
-    similarity.
+    similarity. A retired session gist counts for neither: it is made of the
+    session's turns and replaced by the next gist, which changes nothing they said.
     """
     found: dict[int, str] = {}
     said = {old_seq: content_words(old.text) for old_seq, old in retired.items() if old.kind != "summary"}
     for seq, turn in turns.items():
         words = content_words(turn.text)
         for old_seq, old in retired.items():
-            if old.superseded_by is None or old.session != turn.session or old.created_at < turn.created_at:
+            if (
+                old_seq not in said
+                or old.superseded_by is None
+                or old.session != turn.session
+                or old.created_at < turn.created_at
+            ):
                 continue
             close = seq in vectors and old_seq in vectors and float(vectors[seq] @ vectors[old_seq]) >= similarity
-            restated = (
-                old_seq in said  # not a gist: it is made of the session's turns and replaced by the next gist, not a change
-                and len(shared := words & said[old_seq]) >= 2
-                and len(shared) >= wording * len(words)
-            )
+            restated = len(shared := words & said[old_seq]) >= RESTATED_WORDS and len(shared) >= wording * len(words)
             if close or restated:
                 found[seq] = old.superseded_by
                 break

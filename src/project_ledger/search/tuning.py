@@ -66,7 +66,7 @@ class RankingParams:
     session_boost: float = 0.1
     superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
     outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
-    outdated_turn_wording: float = 0.7  # ... as does one with this share of its content words (2 or more) in it
+    outdated_turn_wording: float = 0.7  # ... as does one with this share of its content words (4 or more) in it
     kind_weights: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
     )

@@ -16,6 +16,17 @@ _MONTHS = r"(?:january|february|march|april|june|july|august|september|october|n
 _SEASONS = r"(?:spring|summer|autumn|fall|winter)"
 _COUNT = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several|few|couple of)"
 
+# A year: 19xx or 20xx after a word that puts a time on it ("in 2022", "since 1998", "summer of 2019"), and not
+# followed by a unit. A bare number in that range is as often a count or a size ("port 2000", "2048 bytes", "took 1950
+# ms"). After a month ("May 2023", "8 March, 2021") the month already says when.
+_YEAR = re.compile(  # on lowercased text, tried only where a 19xx/20xx number is (`_NUMBER`): most texts hold none
+    rf"\b(?:in|since|by|until|till|during|from|before|after|around|circa|of|through|early|late|mid-?|{_SEASONS})\s+"
+    r"(?:the\s+)?(?:year\s+)?(?:19|20)\d{2}\b"
+    r"(?![.,]\d|\s*(?:%|ms|s|sec|secs|seconds?|minutes?|hours?|bytes?|kb|mb|gb|tb|px|rows?|items?|requests?|records?"
+    r"|users?|tokens?|lines?|words?|calls?|times?|errors?|points?|dollars?|euros?|steps?|units?)\b)"
+)
+_NUMBER = re.compile(r"\b(?:19|20)\d{2}\b")
+
 _TELLS = re.compile(  # on lowercased text; one leading word boundary, so each alternative is tried only at a word's start
     r"\b(?:"
     + "|".join(
@@ -27,7 +38,7 @@ _TELLS = re.compile(  # on lowercased text; one leading word boundary, so each a
             rf"(?:for|in|over|within|after)\s+(?:the\s+)?(?:past\s+|last\s+|next\s+)?{_COUNT}\s+{_UNITS}\b",
             rf"{_MONTHS}\b",
             rf"{_WEEKDAYS}\b",
-            r"(?:19|20)\d{2}\b",  # a year
+            r"(?:19|20)\d0s\b",  # a decade: "the 1990s"
             r"\d{4}-\d{2}-\d{2}\b|\d{1,2}/\d{1,2}/\d{2,4}\b",  # a date
             r"the\s+\d{1,2}(?:st|nd|rd|th)\b",  # "on the 15th"
             r"\d{1,2}:\d{2}\b|\d{1,2}\s*(?:am|pm)\b",  # a clock time
@@ -35,8 +46,12 @@ _TELLS = re.compile(  # on lowercased text; one leading word boundary, so each a
     )
     + ")"
 )
-# "May" is a month only where it cannot be the verb: capitalised and next to a day or a preposition of time.
-_MAY = re.compile(r"\b(?:in|on|of|since|by|until|early|late|mid-?|last|next|this)\s+May\b|\bMay\s+\d")
+# "May" is a month only where it cannot be the verb: capitalised and next to a day, a year or a preposition of time.
+# The word before it may start a sentence ("In May we moved"), so it is matched in any case; "mid-May" is one word.
+_MAY = re.compile(
+    r"\b(?i:in|on|of|since|by|until|till|before|after|during|through|from|early|late|last|next|this)\s+May\b"
+    r"|\b(?i:mid)-?\s*May\b|\bMay,?\s+\d|\b\d{1,2}(?:st|nd|rd|th)?\s+May\b"
+)
 # A leading stamp in brackets, as chat exports and logs write before every line: it says when the text was written,
 # which the memory's own time already says, not when the thing it tells of happened.
 _STAMP = re.compile(r"^\s*\[[^\]\n]{0,60}\]")
@@ -71,4 +86,7 @@ def tells_time(text: str) -> bool:
     "for two months"), a month, weekday, year, date or clock time. A leading bracketed stamp (`_STAMP`) does not
     count."""
     body = _STAMP.sub("", text, count=1)
-    return _TELLS.search(body.lower()) is not None or _MAY.search(body) is not None
+    lowered = body.lower()
+    if _TELLS.search(lowered) is not None or ("May" in body and _MAY.search(body) is not None):  # "in" first: 30x faster
+        return True
+    return _NUMBER.search(lowered) is not None and _YEAR.search(lowered) is not None
