@@ -15,12 +15,14 @@ from project_ledger.search.embedding import (
     CODE_IDENTITY,
     DEFAULT_MODEL,
     DOCUMENT_BATCH,
+    INTEGER_UNFUSED,
     MEMORY_IDENTITY,
     OFFLINE_IDENTITY,
     OFFLINE_ONNX,
     WORD_EMBEDDINGS,
     FastEmbedEmbedder,
     OnnxEmbedder,
+    _bundled_model,
     _check,
     create_embedder,
     for_code,
@@ -164,6 +166,23 @@ def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_
     ):
         with pytest.raises(ValueError, match=message):
             edit(other)
+
+
+def test_the_integer_session_leaves_its_layer_norms_unfused_by_a_name_onnx_runtime_knows(tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    model = fused_gelus(integer_matmuls(_bundled_model()))  # the integer session's graph, as `embed_code` makes it
+
+    def optimised(unfused: tuple[str, ...]) -> list[str]:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.optimized_model_filepath = str(tmp_path / f"optimised-{len(unfused)}.onnx")
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
+        return node_kinds(Path(options.optimized_model_filepath).read_bytes())
+
+    fused, unfused = optimised(()), optimised(INTEGER_UNFUSED)
+    assert fused.count("SkipLayerNormalization") == 2 * 6  # what ONNX Runtime makes of the norms by default
+    assert "SkipLayerNormalization" not in unfused and unfused.count("LayerNormalization") == 1 + 2 * 6
 
 
 def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() -> None:
