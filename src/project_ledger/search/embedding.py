@@ -342,9 +342,9 @@ class OnnxEmbedder(_LazyEmbedder):
                 self._code_timer.cancel()
                 self._code_timer = None
             if self._code_session is None:
-                from project_ledger.search.onnx_edit import fused_gelus, integer_matmuls
+                from project_ledger.search.onnx_edit import biases_in_products, fused_gelus, integer_matmuls
 
-                model = fused_gelus(integer_matmuls(_bundled_model()))
+                model = biases_in_products(fused_gelus(integer_matmuls(_bundled_model())))
                 self._code_session = _session(model, self._shared, INTEGER_UNFUSED)
                 del model
                 _release_freed_memory()
