@@ -15,12 +15,14 @@ from project_ledger.search.embedding import (
     CODE_IDENTITY,
     DEFAULT_MODEL,
     DOCUMENT_BATCH,
+    INTEGER_UNFUSED,
     MEMORY_IDENTITY,
     OFFLINE_IDENTITY,
     OFFLINE_ONNX,
     WORD_EMBEDDINGS,
     FastEmbedEmbedder,
     OnnxEmbedder,
+    _bundled_model,
     _check,
     create_embedder,
     for_code,
@@ -33,6 +35,7 @@ from project_ledger.search.onnx_edit import (
     _fields,
     _length_field,
     _Node,
+    biases_in_products,
     fused_gelus,
     gather_before_dequantize,
     integer_matmuls,
@@ -161,9 +164,46 @@ def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_
         (integer_matmuls, "no MatMul of int8 weights"),
         (fused_gelus, "no GELU"),
         (without_nan_guards, "no Where"),
+        (biases_in_products, "no DynamicQuantizeMatMul"),
     ):
         with pytest.raises(ValueError, match=message):
             edit(other)
+
+
+def test_the_integer_session_leaves_its_layer_norms_unfused_by_a_name_onnx_runtime_knows(tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    model = biases_in_products(fused_gelus(integer_matmuls(_bundled_model())))  # as `embed_code` makes it
+
+    def optimised(unfused: tuple[str, ...]) -> list[str]:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.optimized_model_filepath = str(tmp_path / f"optimised-{len(unfused)}.onnx")
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
+        return node_kinds(Path(options.optimized_model_filepath).read_bytes())
+
+    fused, unfused = optimised(()), optimised(INTEGER_UNFUSED)
+    assert fused.count("SkipLayerNormalization") == 2 * 6  # what ONNX Runtime makes of the norms by default
+    assert "SkipLayerNormalization" not in unfused and unfused.count("LayerNormalization") == 1 + 2 * 6
+
+
+def test_adding_the_biases_in_the_integer_products_changes_no_output_of_the_integer_session() -> None:
+    import onnxruntime as ort
+
+    products = fused_gelus(integer_matmuls(_bundled_model()))
+    biased = biases_in_products(products)
+    assert node_kinds(biased).count("Add") == node_kinds(products).count("Add") - 6 * 6  # one bias per product
+    sessions = [
+        ort.InferenceSession(model, providers=["CPUExecutionProvider"], disabled_optimizers=list(INTEGER_UNFUSED))
+        for model in (products, biased)
+    ]
+    rng = np.random.default_rng(7)
+    for length in (3, 40, 128):
+        ids = rng.integers(1000, 30522, size=(1, length), dtype=np.int64)
+        ids[0, 0], ids[0, -1] = 101, 102
+        inputs = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        before, after = (session.run(None, inputs)[0] for session in sessions)
+        assert np.array_equal(before, after)
 
 
 def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() -> None:
