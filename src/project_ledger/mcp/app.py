@@ -436,7 +436,7 @@ def named_root(root: Path) -> RootChoice:
 def instructions(tools: LedgerTools, handle: LedgerHandle, roots: ClientRoots) -> str:
     """The session-start pack, or what is wrong and what to do about it."""
     if handle.error is None:
-        return tools.ledger.session_start().text
+        return tools.ledger.session_start_text()
     if handle.root is None and roots.follow:
         text = (
             f"project-ledger has {handle.error} It will serve your workspace's project if your client shares its roots "
