@@ -135,7 +135,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     from project_ledger.mcp.http import RateLimit, serve_http
 
     access, owner = server_access(settings, host, no_auth)
-    app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks)
+    app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks, tools_at_start=True)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
     if owner.printable:
         click.echo(f"clients send the header  Authorization: Bearer {owner.value}", err=True)
