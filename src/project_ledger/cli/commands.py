@@ -111,7 +111,6 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     """
     import anyio
 
-    from project_ledger.cli.access import server_access
     from project_ledger.cli.serve_socket import answering_hooks
     from project_ledger.mcp.app import create_server
 
@@ -132,6 +131,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
         return
+    from project_ledger.cli.access import server_access
     from project_ledger.mcp.http import RateLimit, serve_http
 
     access, owner = server_access(settings, host, no_auth)
