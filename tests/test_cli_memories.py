@@ -73,3 +73,44 @@ def test_status_opens_a_slot_whose_state_file_does_not_record_its_size(project: 
     assert (index["state"], index["points"], index["lag"]) == ("ready", 1, 0)
     assert json.loads(state_file.read_text())["points"] == 1
     assert cli(project, "status", "--json")["index"]["state"] == "not-opened"
+
+
+def test_status_leaves_the_data_directory_as_it_found_it(project: Project) -> None:
+    """A status reads and writes nothing. Code tables written under an earlier text version (no `code_text` counter,
+    other hashes) are counted as they will be once re-hashed; the re-hash itself, which moves every symbol to a new
+    revision, is left to the next command that embeds or indexes them."""
+    from project_ledger.code.symbol_text import TEXT_VERSION
+
+    from .test_code_index import journal_rows, journal_write
+
+    (project.root / "billing.py").write_text('def export_invoices():\n    """Send the month\'s invoices."""\n')
+    (project.root / "refunds.py").write_text('def approve_refund():\n    """Ask a manager first."""\n')
+    cli(project, "remember", "Invoices are exported as CSV", "--kind", "decision")
+    cli(project, "recall", "invoice export format", "-k", "1")  # the memory slot records its state
+    cli(project, "index")  # two symbols without vectors
+    journal = project.data_dir / "journal.sqlite3"
+    assert journal_rows(journal, "SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]  # written now
+
+    def data_dir() -> dict[str, tuple[int, bytes]]:
+        """Each file's mtime and bytes (SQLite's -wal and -shm files come and go with every connection)."""
+        return {str(path): (path.stat().st_mtime_ns, path.read_bytes()) for path in project.data_dir.rglob("*") if path.is_file()}
+
+    before = data_dir()
+    status = cli(project, "status", "--json")
+    assert (status["code"]["symbols"], status["code"]["pending_vectors"], status["counts"]) == (2, 2, {"decision": 1})
+    assert data_dir() == before, "status changed the data directory"
+
+    assert cli(project, "index", "--embed", "--json")["embedded"] == 2
+    assert cli(project, "status", "--json")["code"]["pending_vectors"] == 0
+    journal_write(  # what an earlier version left: other texts' hashes, each with its vector, and no text version
+        journal,
+        ("UPDATE code_symbols SET embed_hash = 'old-' || embed_hash", ()),
+        ("UPDATE code_vectors SET embed_hash = 'old-' || embed_hash", ()),
+        ("DELETE FROM counters WHERE name = 'code_text'", ()),
+    )
+    before = data_dir()
+    assert cli(project, "status", "--json")["code"]["pending_vectors"] == 2  # each old hash has a vector; the new ones not
+    assert "2 symbols without vectors" in cli(project, "status")
+    assert data_dir() == before, "status re-hashed the symbols"
+    assert cli(project, "index", "--embed", "--json")["embedded"] == 2  # as status said
+    assert cli(project, "status", "--json")["code"]["pending_vectors"] == 0

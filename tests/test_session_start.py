@@ -77,6 +77,21 @@ async def test_instructions_are_capped_and_say_what_was_cut(project: Project) ->
         assert (await ledger.call("status"))["session_start_cut"] is True
 
 
+async def test_instructions_are_the_session_start_pack_whether_it_fits_by_bytes_or_only_by_tokens(project: Project) -> None:
+    """The instructions are built before the handshake is answered: from the pack's byte length when that fits the
+    cap (no encoding loaded), else by its tokens. Either way they are the text the session_start prompt gives."""
+    lines = [f"- Convention {n}: handlers named verb_noun_{n} live in module area_{n}." for n in range(40)]
+    larger = "# Project context\n" + "\n".join(lines) + "\n"
+    assert len(larger.encode()) > 2000, "more bytes than the default cap of 2000 tokens, fewer tokens"
+    for text in (CONTEXT, larger):
+        (project.root / "project_context.md").write_text(text)
+        async with connect(project) as ledger:
+            prompt = await ledger.session.get_prompt("session_start")
+            assert ledger.instructions == prompt.messages[0].content.text
+            assert "Money is integer cents." in ledger.instructions if text == CONTEXT else "Convention 39:" in ledger.instructions
+            assert (await ledger.call("status"))["session_start_cut"] is False
+
+
 def test_cli_status_says_whether_the_pack_is_cut_before_anything_cached_it(project: Project) -> None:
     """No server ever ran, so no pack is cached: status tells a small pack by its bytes, a larger one by its tokens."""
     cli(project, "remember", "Money is integer cents.", "--kind", "decision", "--pin")

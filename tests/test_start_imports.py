@@ -23,6 +23,18 @@ atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(so
 from project_ledger.cli.main import main
 main()
 """
+# What `serve` (cli/commands.py) does before it can answer `initialize`: its imports, then `create_server`, which opens
+# the journal and builds the instructions (the session-start pack). Reports the top-level packages in memory then.
+SERVER_START = """
+import json, os, sys
+from pathlib import Path
+from project_ledger.cli.commands import serve
+from project_ledger.cli.serve_socket import answering_hooks
+from project_ledger.config import Settings
+from project_ledger.mcp.app import create_server
+create_server(Settings(root=Path(sys.argv[1])), Path.cwd(), alongside=answering_hooks)
+open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+"""
 # Not tiktoken: a session-start pack rebuilt after a change counts its tokens.
 SERVER = {"mcp", "starlette", "uvicorn", "jinja2", "anyio", "httpx"}
 MODEL = {"fastembed", "onnxruntime", "tokenizers", "huggingface_hub", "numpy"}
@@ -94,3 +106,33 @@ def test_help_lists_the_commands_kept_in_other_modules(tmp_path: Path, project: 
     listed = subprocess.run([sys.executable, "-m", "project_ledger", "--help"], capture_output=True, text=True, check=True).stdout
     for name in ("init", "config", "history", "pin", "unpin", "forget", "migrate", "inspect", "tokens", "audit", "hook"):
         assert f"  {name} " in listed
+
+
+def test_a_stdio_server_loads_neither_the_model_nor_the_tokenizer_before_it_can_answer_initialize(
+    project: Project, tmp_path: Path
+) -> None:
+    """The background start-up loads those once the client says it is initialized. Before that, on a new project (no
+    pack cached) and on one with pins and a context file, only the journal is opened: the instructions fit the cap by
+    their byte length, so the encoding is not needed to count their tokens."""
+    out = tmp_path / "modules.json"
+
+    def loaded() -> set[str]:
+        completed = subprocess.run(
+            [sys.executable, "-c", SERVER_START, str(project.root)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **project.env, "MODULES_OUT": str(out)},
+            cwd=project.root,
+            timeout=120,
+            check=False,
+        )
+        assert completed.returncode == 0, completed.stderr
+        return set(json.loads(out.read_text()))
+
+    unwanted = MODEL | {"qdrant_client", "tiktoken", "tree_sitter", "watchdog", "pathspec"}
+    first = loaded()
+    assert {"project_ledger", "mcp"} <= first and not first & unwanted, sorted(first & unwanted)
+    (project.root / "project_context.md").write_text("# Project context\n\n- Money is integer cents.\n")
+    cli(project, "remember", "Exports retry three times", "--pin")
+    again = loaded()
+    assert not again & unwanted, sorted(again & unwanted)

@@ -21,7 +21,9 @@ def _drop_titles(schema: dict[str, Any]) -> None:
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(json_schema_extra=_drop_titles)
+    # Each record's validator is built when first used, not at import: a process uses few of them (a CLI command one
+    # or two, `serve` before its `initialize` answer only those the session-start pack reads).
+    model_config = ConfigDict(json_schema_extra=_drop_titles, defer_build=True)
 
 
 class Memory(Record):

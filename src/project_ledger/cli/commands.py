@@ -111,7 +111,6 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     """
     import anyio
 
-    from project_ledger.cli.access import server_access
     from project_ledger.cli.serve_socket import answering_hooks
     from project_ledger.mcp.app import create_server
 
@@ -132,10 +131,11 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
         return
+    from project_ledger.cli.access import server_access
     from project_ledger.mcp.http import RateLimit, serve_http
 
     access, owner = server_access(settings, host, no_auth)
-    app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks)
+    app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks, tools_at_start=True)
     click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
     if owner.printable:
         click.echo(f"clients send the header  Authorization: Bearer {owner.value}", err=True)

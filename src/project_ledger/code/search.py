@@ -117,8 +117,8 @@ class CodeSearch:
 
     def _current_texts(self) -> None:
         """Re-hash symbols stored under an earlier text version (`CodeStore.refresh_texts`), once per process, before
-        anything counts or embeds the symbols without a vector: else each vector, stored under its new text's hash,
-        would leave its symbol still missing one, and embedding would never end."""
+        anything embeds the symbols without a vector or indexes them: else each vector, stored under its new text's
+        hash, would leave its symbol still missing one, and embedding would never end."""
         if not self._texts_current:
             self._store.refresh_texts()
             self._texts_current = True
@@ -265,8 +265,8 @@ class CodeSearch:
 
     def pending_vectors(self) -> int:
         """Symbols without a vector. Counting takes tens of milliseconds on a large tree, and every
-        search_code and status asks, so the count is kept until the code tables next change."""
-        self._current_texts()
+        search_code and status asks, so the count is kept until the code tables next change. It writes nothing
+        (a status must not): texts of an earlier version are counted as `embed_some` will see them once re-hashed."""
         rev = self._store.rev()
         if self._pending is None or self._pending[0] != rev:
             self._pending = (rev, self._store.count_missing_vectors(self._embedder.identity))

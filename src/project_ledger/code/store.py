@@ -151,10 +151,13 @@ class CodeStore:
         """Replace parsed files' symbols, refresh touched files' stat data, purge removed files, in one transaction.
 
         A parsed file whose stored hash already matches (another process got
-        there first) only has its record refreshed. Returns the revision taken.
+        there first) only has its record refreshed. The first batch into an empty store records this version's
+        `TEXT_VERSION`, so that nothing re-hashes what it just wrote (`refresh_texts`). Returns the revision taken.
         """
         now = utc_now()
         with self._write() as db:
+            if db.execute("SELECT NOT EXISTS (SELECT 1 FROM code_symbols)").fetchone()[0]:  # this version's texts alone
+                db.execute("INSERT OR IGNORE INTO counters (name, value) VALUES ('code_text', ?)", (TEXT_VERSION,))
             rev = _next_code_rev(db)
             db.execute("UPDATE counters SET value = value + 1 WHERE name = 'code_tree'")
             for path in removed:
@@ -243,8 +246,7 @@ class CodeStore:
         every row a new revision, so search indexes re-read them all (their BM25 terms too: a BM25 setting can
         change with the version). Two processes opening at once: the second finds the version set and does
         nothing; a process of an older version leaves a newer version's hashes alone."""
-        version = self._read("SELECT value FROM counters WHERE name = 'code_text'")
-        if version and version[0][0] >= TEXT_VERSION:  # a newer version's texts are not re-hashed back
+        if self.texts_current():  # a newer version's texts are not re-hashed back
             return 0
         with self._write() as db:
             row = db.execute("SELECT value FROM counters WHERE name = 'code_text'").fetchone()
@@ -257,6 +259,11 @@ class CodeStore:
             db.execute("UPDATE code_symbols SET rev = ?", (_next_code_rev(db),))  # every row: its BM25 terms may differ too
             db.execute("INSERT OR REPLACE INTO counters (name, value) VALUES ('code_text', ?)", (TEXT_VERSION,))
         return len(changed)
+
+    def texts_current(self) -> bool:
+        """Whether the symbols' hashes are those of this version's texts (else `refresh_texts` has work to do)."""
+        version = self._read("SELECT value FROM counters WHERE name = 'code_text'")
+        return bool(version) and version[0][0] >= TEXT_VERSION
 
     # -- the change feed a search index follows ---------------------------------
 
@@ -303,11 +310,18 @@ class CodeStore:
         return [_symbol(row) for row in rows]
 
     def count_missing_vectors(self, model: str) -> int:
-        return self._read(
-            "SELECT COUNT(*) FROM code_symbols s LEFT JOIN code_vectors v ON v.embed_hash = s.embed_hash AND v.model = ? "
-            "WHERE v.embed_hash IS NULL",
-            (model,),
-        )[0][0]
+        """Symbols without a vector for `model`, as they will be once `refresh_texts` has run: a store still under
+        an earlier text version is counted by the hashes of the texts as they are now. Reads only, so that a status
+        leaves the journal as it found it."""
+        if self.texts_current():
+            return self._read(
+                "SELECT COUNT(*) FROM code_symbols s LEFT JOIN code_vectors v ON v.embed_hash = s.embed_hash AND v.model = ? "
+                "WHERE v.embed_hash IS NULL",
+                (model,),
+            )[0][0]
+        stored = {row[0] for row in self._read("SELECT embed_hash FROM code_vectors WHERE model = ?", (model,))}
+        rows = self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols")
+        return sum(embed_hash(_symbol(row).embed_text()) not in stored for row in rows)
 
     def store_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
         """Save vectors by text hash and move the symbols using them to a new revision, so indexes pick them up.

@@ -356,6 +356,7 @@ def create_server(
     follow_roots: bool = True,
     ledger: LedgerService | None = None,
     alongside: Callable[[Callable[[], LedgerService]], AbstractContextManager[object]] | None = None,
+    tools_at_start: bool = False,
 ) -> MCPServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
 
@@ -365,6 +366,8 @@ def create_server(
     the home directory or `/`. A server shared by several clients (HTTP) does not follow roots: they would pull it
     from one project to another. A `ledger` opened by the caller is served instead, and closed with the server.
     `alongside`, given the served ledger's getter, runs beside the server for its lifetime (serve's hook socket).
+    The tools are registered when first listed or called, after the `initialize` answer; with `tools_at_start`, now
+    (over HTTP the SDK checks a request's Mcp-Param headers against the tool's schema, a lookup that lists nothing).
     """
     cwd = cwd or Path.cwd()
     if ledger is not None:  # opened by the caller (the tests' in-memory client): served as with --root
@@ -418,12 +421,15 @@ def create_server(
         version=version(),
         lifespan=lifespan,
         limits=ledger.limits if ledger is not None else limits(settings),
+        register_tools=None if tools_at_start else lambda: register_tools(app, tools, settings.code_index),
     )
+    if tools_at_start:
+        register_tools(app, tools, settings.code_index)
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, on_initialized)
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
     app.middleware.append(guard)
-    register(app, tools, settings.code_index)
+    register_surface(app, tools)
     return app
 
 
@@ -436,7 +442,7 @@ def named_root(root: Path) -> RootChoice:
 def instructions(tools: LedgerTools, handle: LedgerHandle, roots: ClientRoots) -> str:
     """The session-start pack, or what is wrong and what to do about it."""
     if handle.error is None:
-        return tools.ledger.session_start().text
+        return tools.ledger.session_start_text()
     if handle.root is None and roots.follow:
         text = (
             f"project-ledger has {handle.error} It will serve your workspace's project if your client shares its roots "
@@ -451,8 +457,8 @@ def instructions(tools: LedgerTools, handle: LedgerHandle, roots: ClientRoots) -
     return text
 
 
-def register(app: MCPServer, tools: LedgerTools, code_index: bool) -> None:
-    """The tools, with titles and behaviour hints for clients' approval prompts; the resources; the prompt."""
+def register_tools(app: MCPServer, tools: LedgerTools, code_index: bool) -> None:
+    """The tools, with titles and behaviour hints for clients' approval prompts."""
     read_only = ToolAnnotations(read_only_hint=True)
     app.add_tool(tools.remember, title="Remember", annotations=ToolAnnotations(destructive_hint=False))
     app.add_tool(tools.recall, title="Recall memories", annotations=read_only)
@@ -468,6 +474,10 @@ def register(app: MCPServer, tools: LedgerTools, code_index: bool) -> None:
         app.add_tool(tools.search_code, title="Search code", annotations=read_only)
         app.add_tool(tools.find_references, title="Find references", annotations=read_only)
         app.add_tool(tools.repo_map, title="Repository map", annotations=read_only)
+
+
+def register_surface(app: MCPServer, tools: LedgerTools) -> None:
+    """The resources and the prompt."""
     app.resource(
         "ledger://project-context",
         name="project-context",

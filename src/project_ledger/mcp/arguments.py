@@ -49,22 +49,41 @@ REPORTS = frozenset({"status"})
 class LedgerServer(MCPServer):
     """`MCPServer` whose argument errors say what to send, and whose schemas carry the configured bounds."""
 
-    def __init__(self, *args: Any, limits: Limits, instructions_now: Callable[[], str], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        limits: Limits,
+        instructions_now: Callable[[], str],
+        register_tools: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits
         # The session-start pack as it is now: a server that outlives many sessions (`mcp/shared.py`) gives each its
         # own, not the one computed when it started.
         self.instructions_now = instructions_now
         self._listed: tuple[list[Tool], list[Tool]] | None = None  # (the SDK's list, ours made from it)
+        # Registering a tool builds its schemas from its signature (some 30 ms for all of them), which nothing before
+        # the `initialize` answer needs: `register_tools` runs at the first listing or call instead.
+        self._register_tools = register_tools
+
+    def _tools_registered(self) -> None:
+        """Register the tools now if that was left for their first use. Synchronous, so the first caller on the event
+        loop completes it before any other request sees the tools."""
+        if self._register_tools is not None:
+            register, self._register_tools = self._register_tools, None
+            register()
 
     async def list_tools(self) -> list[Tool]:
         """The registered tools, bounded and leaned once; again only if the registered list changes."""
+        self._tools_registered()
         registered = await super().list_tools()
         if self._listed is None or self._listed[0] != registered:
             self._listed = (registered, [lean(with_bounds(tool, self.limits)) for tool in registered])
         return self._listed[1]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        self._tools_registered()
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

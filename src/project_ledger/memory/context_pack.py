@@ -131,9 +131,10 @@ class PackCache:
     """The last session-start pack, on disk, keyed by `cache_key`.
 
     Counting tokens needs tiktoken's encoding, which takes about half a second
-    to load; the session-start pack is built before the MCP handshake is
-    answered, and it is the same from one start to the next until the file or
-    the pins change.
+    to load; the session-start pack is the server's instructions, built before
+    the MCP handshake is answered (with the encoding only when it does not fit
+    the cap by its byte length), and it is the same from one start to the next
+    until the file or the pins change.
     """
 
     def __init__(self, path: Path) -> None:

@@ -439,17 +439,27 @@ class LedgerService:
         forgets = self.journal.forget_count()
         return self._session_start_pack(self._session_start_sections(), forgets)
 
+    def session_start_text(self) -> str:
+        """The session-start pack's text: the server's instructions, built before the MCP handshake is answered."""
+        return self._session_start_outline()[0]
+
     def session_start_cut(self) -> bool:
-        """Whether the session-start pack leaves something out (`status` says so). A pack not cached yet (a pin or
-        a gist changed it) is not assembled when its byte length fits the cap: loading the encoding to count its
-        tokens costs about a tenth of a second, more than the rest of `status`."""
+        """Whether the session-start pack leaves something out (`status` says so)."""
+        return self._session_start_outline()[1]
+
+    def _session_start_outline(self) -> tuple[str, bool]:
+        """The session-start pack's text and whether it is cut, without its token counts. A pack not cached yet (a new
+        project; a pin, a gist or the context file changed) is not assembled with the encoding when its byte length
+        fits the cap: it is then all its sections, the text `session_start` gives, and loading the encoding costs a
+        tenth of a second or more (on the way to the `initialize` answer; more than the rest of `status`)."""
         forgets = self.journal.forget_count()
         sections = self._session_start_sections()
         if (cached := self.pack_cache.get(cache_key(sections, self.limits.instructions_tokens))) is not None:
-            return cached.truncated
-        if not assemble(sections, self.limits.instructions_tokens, TokenBound()).truncated:
-            return False  # it fits by a count never below the encoding's, so nothing is cut
-        return self._session_start_pack(sections, forgets).truncated
+            return cached.text, cached.truncated
+        if not (bound := assemble(sections, self.limits.instructions_tokens, TokenBound())).truncated:
+            return bound.text, False  # it fits by a count never below the encoding's, so nothing is cut
+        pack = self._session_start_pack(sections, forgets)
+        return pack.text, pack.truncated
 
     def _session_start_pack(self, sections: list[PackSection], forgets: int) -> Pack:
         """The pack of `sections`, from the cache or assembled and cached (unless something was forgotten since
