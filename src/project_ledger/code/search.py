@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from project_ledger.code.naming import as_one_name, names_in, spellings
+from project_ledger.code.naming import names_asked, spellings
 from project_ledger.code.rows import embed_hash
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
@@ -224,20 +224,16 @@ class CodeSearch:
         ]
 
     def named_symbols(self, query: str, *, language: str | None, path: str | None, ranked: Sequence[int]) -> list[StoredSymbol]:
-        """The symbols `query` names (`naming.names_in`), in the order it names them.
+        """The symbols `query` asks for by name (`naming.names_asked`), in the order it names them.
 
         Each name answers with its most specific spelling that matches (`naming.spellings`). Only the ranked
         candidates (`ranked`, ids best first) are kept for a name that matches more than NAMED_PER_NAME symbols
-        (`get`, `__init__`), and for a plain name inside a longer question: a description often mentions a
-        parameter or a helper in passing ("the `style` to apply, like `print`"), and putting each mention
-        first cost 0.01-0.02 of docstring-to-symbol MRR@10 (`benchmarks/code_search.py`)."""
+        (`get`, `__init__`), and for a name in passing (a snake_case one inside a longer question): putting
+        every such mention first cost 0.01-0.02 of docstring-to-symbol MRR@10 (`benchmarks/code_search.py`)."""
         filters, values = scope(language, path)
         place = {seq: i for i, seq in enumerate(ranked)}
         found: dict[int, StoredSymbol] = {}
-        names = names_in(query)
-        whole = as_one_name(query)
-        for name in names:
-            in_passing = name != whole and not any(separator in name for separator in (".", "::", "#"))
+        for name, in_passing in names_asked(query):
             for spelling in spellings(name):
                 condition, params = named(spelling)
                 where, args = " AND ".join([condition, *filters]), [*params, *values]
