@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from project_ledger.code.symbol_text import name_words
 from project_ledger.text.text_signals import identifier_candidates
 
 MAX_NAMES = 8
 _SEPARATORS = re.compile(r"::|\.|#")
 _BARE = re.compile(r"[A-Za-z_$][\w$]*")
+# Words that make a query about tests, in prose or in a name (`test_parse`, `TestClient`, `conftest`).
+TEST_WORDS = frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture", "fixtures", "conftest", "mock", "mocks"})
 
 
 def names_in(query: str) -> list[str]:
@@ -49,6 +52,11 @@ def names_asked(query: str) -> list[tuple[str, bool]]:
         if not in_passing or "_" in name.strip("_"):
             asked.append((name, in_passing))
     return asked
+
+
+def asks_about_tests(query: str) -> bool:
+    """Whether `query` mentions tests (`TEST_WORDS`), so test files should rank as any other."""
+    return not TEST_WORDS.isdisjoint(name_words(query).split())
 
 
 def as_one_name(query: str) -> str:

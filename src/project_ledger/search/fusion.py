@@ -146,6 +146,13 @@ def blend(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]
     )[:limit]
 
 
+def demoted(hits: list[Hit], seqs: set[int], amount: float) -> list[Hit]:
+    """`hits` ranked again with each one in `seqs` scored `amount` lower."""
+    if not amount or not seqs:
+        return hits
+    return _ordered([Hit(hit.seq, hit.score - amount) if hit.seq in seqs else hit for hit in hits])
+
+
 def coverage(query: SparseVec, document: SparseVec) -> float:
     """The share of the query's terms (stemmed, stopwords dropped) that the document contains.
 
