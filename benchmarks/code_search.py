@@ -2,7 +2,7 @@
 
     python benchmarks/code_search.py            # rich, click, zod and httpx, about 6 minutes (the first time: indexing and embedding)
     python benchmarks/code_search.py --write    # also updates the README's code-search section
-    python benchmarks/code_search.py --tune     # also sweeps code search's fusion, 2-fold cross-validated (15 minutes)
+    python benchmarks/code_search.py --tune     # also sweeps code search's fusion, 2-fold cross-validated (9 minutes at load 10)
 
 Each Python tree (the rich, click and httpx sdists) is copied with every docstring replaced by `pass` and blank lines
 (line numbers kept); the TypeScript tree (zod's `src/`, from npm) with every JSDoc comment that precedes a
