@@ -267,6 +267,36 @@ async def test_search_code_puts_the_symbol_a_query_names_first_and_context_inclu
         assert "code" in pack["sections"] and "name=Console.print>" in pack["text"]
 
 
+# The same function in the code and, as a stand-in, in the tests: only the folder tells them apart.
+TESTED_TREE = {
+    "retry/policy.py": '''
+def backoff_delay(attempt, base=0.5, cap=30.0):
+    return min(cap, base * 2 ** attempt)
+''',
+    "tests/fakes.py": '''
+def backoff_delay(attempt, base=0.5, cap=30.0):
+    return min(cap, base * 2 ** attempt)
+''',
+}
+
+
+async def test_search_code_ranks_tests_after_the_code_unless_the_query_asks_for_tests(project: Project) -> None:
+    for name, text in TESTED_TREE.items():
+        (project.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (project.root / name).write_text(text.lstrip())
+    async with connect(project) as ledger:
+        await indexed(ledger)
+        with anyio.fail_after(300):
+            while (await ledger.call("status"))["code"]["pending_vectors"]:
+                await anyio.sleep(0.5)
+        query = "backoff delay doubling with each attempt up to a cap"
+        code, test = (await ledger.call("search_code", query=query, k=5))["results"]
+        assert (code["path"], test["path"]) == ("retry/policy.py", "tests/fakes.py")
+        assert code["score"] > test["score"]  # by 0.06 here: the test's own score was higher (the query's "cap")
+        asked = (await ledger.call("search_code", query=f"{query}, in the tests", k=5))["results"]
+        assert [hit["path"] for hit in asked] == ["tests/fakes.py", "retry/policy.py"]
+
+
 async def test_ignored_vendored_binary_and_oversized_files_are_skipped(project: Project) -> None:
     root = project.root
     (root / ".git" / "info").mkdir(parents=True)

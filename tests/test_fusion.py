@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from project_ledger.search.fusion import (
+    blend,
     coverage,
+    demoted,
     fuse,
     lent_coverage,
     positions,
@@ -43,6 +45,36 @@ def test_only_the_order_of_scores_counts_not_their_size() -> None:
     close = Candidates(dense=[Hit(1, 0.91), Hit(2, 0.90)], sparse=[])
     far = Candidates(dense=[Hit(1, 0.99), Hit(2, 0.01)], sparse=[])
     assert fuse(close, PARAMS, 10) == fuse(far, PARAMS, 10)
+
+
+BLEND = FusionParams(k=2, dense_weight=1.0, sparse_weight=0.5, candidates=20, by_score=True)
+
+
+def test_blending_adds_the_cosine_and_the_bm25_score_over_the_best_a_missing_one_scored_as_its_lists_last() -> None:
+    found = Candidates(dense=[Hit(1, 0.8), Hit(2, 0.7), Hit(4, 0.6)], sparse=[Hit(3, 8.0), Hit(2, 4.0), Hit(4, 2.0)])
+    blended = fuse(found, BLEND, 10)
+    assert blended == blend(found, BLEND, 10)
+    assert {hit.seq: hit.score for hit in blended} == pytest.approx(
+        {1: 0.8 + 0.5 * 2 / 8, 2: 0.7 + 0.5 * 4 / 8, 3: 0.6 + 0.5 * 8 / 8, 4: 0.6 + 0.5 * 2 / 8}
+    )
+    assert [hit.seq for hit in blended] == [3, 2, 1, 4]
+    # Sizes count, unlike in rank fusion: the same orders with the first dense hit far ahead put it first.
+    far = Candidates(dense=[Hit(1, 0.99), Hit(2, 0.3), Hit(4, 0.2)], sparse=found.sparse)
+    assert [hit.seq for hit in fuse(far, BLEND, 2)] == [1, 3]
+
+
+def test_blending_one_list_alone_keeps_its_order() -> None:
+    dense_only = Candidates(dense=[Hit(1, 0.8), Hit(2, 0.7)], sparse=[])
+    assert [hit.seq for hit in fuse(dense_only, BLEND, 10)] == [1, 2]
+    sparse_only = Candidates(dense=[], sparse=[Hit(5, 3.0), Hit(6, 9.0)])
+    assert [hit.seq for hit in fuse(sparse_only, BLEND, 10)] == [6, 5]
+    assert fuse(Candidates(dense=[], sparse=[]), BLEND, 10) == []
+
+
+def test_demoted_hits_lose_the_amount_and_fall_behind_only_those_it_brings_them_under() -> None:
+    hits = [Hit(1, 0.9), Hit(2, 0.85), Hit(3, 0.7), Hit(4, 0.6)]
+    assert demoted(hits, {1}, 0.1) == [Hit(2, 0.85), Hit(1, pytest.approx(0.8)), Hit(3, 0.7), Hit(4, 0.6)]
+    assert demoted(hits, {1, 2}, 0.0) == demoted(hits, set(), 0.1) == hits
 
 
 def test_equal_scores_rank_in_seq_order_whatever_order_the_engine_returned() -> None:

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from project_ledger.code.naming import MAX_NAMES, Spelling, names_in, spellings
+from project_ledger.code.naming import MAX_NAMES, Spelling, asks_about_tests, names_asked, names_in, spellings
 from project_ledger.code.store import named
 
 
@@ -35,6 +35,42 @@ def test_names_in_finds_what_looks_like_code(query: str, names: list[str]) -> No
 def test_names_in_keeps_a_few_names_in_order_without_repeats() -> None:
     query = " ".join(f"name_{i} name_{i}" for i in range(MAX_NAMES + 5))
     assert names_in(query) == [f"name_{i}" for i in range(MAX_NAMES)]
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("print", [("print", False)]),  # the whole query
+        ("`Console`", [("Console", False)]),
+        ("change how Console.print handles non-terminal output", [("Console.print", False)]),
+        ("where does `Cache.insert` evict?", [("Cache.insert", False)]),
+        ("Alternative to `httpx.request()` that streams", [("httpx.request", False)]),
+        ("count them the way module_func does", [("module_func", True)]),
+        # mentions a description makes in passing: a parameter, a method in call form, a type
+        ("Default `when` for size-based checks: run only on values with a `size`.", []),
+        ("Appends a pipe's own checks, mirroring how `.check()` clones.", []),
+        ("Return a new QueryParams instance, removing the value of a key.", []),
+        ("Get fileno() from a file", []),
+        ("Filter segments by ``is_control`` attribute, see :meth:`Segment.split`", [("is_control", True), ("Segment.split", False)]),
+    ],
+)
+def test_names_asked_are_whole_or_qualified_names_and_snake_case_ones_in_passing(query: str, asked: list[tuple[str, bool]]) -> None:
+    assert names_asked(query) == asked
+
+
+@pytest.mark.parametrize(
+    ("query", "about_tests"),
+    [
+        ("tests of the retry policy", True),
+        ("why does test_parse fail", True),
+        ("TestClient setup", True),
+        ("the spec fixtures for dates", True),
+        ("retry with backoff", False),
+        ("the latest value, a special case", False),  # `test` and `spec` inside other words
+    ],
+)
+def test_a_query_asks_about_tests_when_a_word_or_a_names_part_says_so(query: str, about_tests: bool) -> None:
+    assert asks_about_tests(query) is about_tests
 
 
 def test_spellings_go_from_the_whole_qualified_name_to_a_module_path_to_a_suffix() -> None:

@@ -1,11 +1,14 @@
 """Ignore rules as git reads them (`code/source_files.IgnoreRules`): each directory's ignore files judge the paths
-below it, deeper files override shallower ones, `.git/info/exclude` comes first and `.ledgerignore` last."""
+below it, deeper files override shallower ones, `.git/info/exclude` comes first and `.ledgerignore` last; and which
+files hold tests (`is_test_file`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from project_ledger.code.source_files import IgnoreRules, Skipped, walk
+import pytest
+
+from project_ledger.code.source_files import IgnoreRules, Skipped, is_test_file, walk
 
 
 def _tree(root: Path) -> None:
@@ -45,3 +48,25 @@ def test_a_tree_without_ignore_files_ignores_nothing(tmp_path: Path) -> None:
     assert not rules.ignored("src/deep/m.py", is_dir=False)
     assert not rules.ignored("src/deep", is_dir=True)
     assert [source.path for source in walk(tmp_path, rules, Skipped(), 1_000_000)] == ["src/deep/m.py"]
+
+
+@pytest.mark.parametrize(
+    ("path", "holds_tests"),
+    [
+        ("tests/test_parser.py", True),
+        ("pkg/tests/helpers.py", True),
+        ("src/__tests__/schema.ts", True),
+        ("src/v4/schema.test.ts", True),
+        ("src/schema.spec.ts", True),
+        ("cmd/retry_test.go", True),
+        ("src/main/java/FooTest.java", True),
+        ("conftest.py", True),
+        ("src/click/testing.py", False),  # test helpers shipped to users
+        ("pkg/latest.py", False),
+        ("pkg/contest.py", False),
+        ("lib/testutil.py", False),
+        ("httpx/_models.py", False),
+    ],
+)
+def test_test_files_are_told_by_their_folder_or_name(path: str, holds_tests: bool) -> None:
+    assert is_test_file(path) is holds_tests

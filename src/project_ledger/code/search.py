@@ -16,15 +16,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from project_ledger.code.naming import as_one_name, names_in, spellings
+from project_ledger.code.naming import asks_about_tests, names_asked, spellings
 from project_ledger.code.rows import embed_hash
+from project_ledger.code.source_files import is_test_file
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
-from project_ledger.search.fusion import coverage, fuse, relevance
+from project_ledger.search.fusion import coverage, demoted, fuse, relevance
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
-from project_ledger.search.tuning import CODE_BM25_AVG_LEN, FusionParams
+from project_ledger.search.tuning import CODE_BM25_AVG_LEN, CODE_TEST_PENALTY, FusionParams
 from project_ledger.worker import Opening, RunAgain, Worker
 
 log = logging.getLogger(__name__)
@@ -199,7 +200,7 @@ class CodeSearch:
         """The best `k` symbols, each with its fused score and its relevance (see `fusion.relevance`).
 
         Symbols the query names (`named_symbols`) come first, with relevance 1 and the best fused score; the
-        ranked ones follow."""
+        ranked ones follow, those in test files CODE_TEST_PENALTY lower unless the query mentions tests."""
         index = self._ready_index()
         dense = None
         if self._embedder.state == "ready":
@@ -211,10 +212,13 @@ class CodeSearch:
             terms = encoder.query(query)
             found: Candidates = index.candidates(dense, terms, code_filter(language, path), max(k, fusion.candidates))
         ranked = fuse(found, fusion, len(found.dense) + len(found.sparse))
+        symbols = self._store.symbols_by_ids([hit.seq for hit in ranked])
+        if not asks_about_tests(query):
+            tests = {seq for seq, symbol in symbols.items() if is_test_file(symbol.path)}
+            ranked = demoted(ranked, tests, CODE_TEST_PENALTY)
         named = self.named_symbols(query, language=language, path=path, ranked=[hit.seq for hit in ranked])[:k]
         pinned = {symbol.id for symbol in named}
         hits = [hit for hit in ranked if hit.seq not in pinned][: k - len(named)]
-        symbols = self._store.symbols_by_ids([hit.seq for hit in hits])
         dense_scores = {hit.seq: hit.score for hit in found.dense}
         top = ranked[0].score if ranked else 1.0
         return [(symbol, top, 1.0) for symbol in named] + [
@@ -224,20 +228,16 @@ class CodeSearch:
         ]
 
     def named_symbols(self, query: str, *, language: str | None, path: str | None, ranked: Sequence[int]) -> list[StoredSymbol]:
-        """The symbols `query` names (`naming.names_in`), in the order it names them.
+        """The symbols `query` asks for by name (`naming.names_asked`), in the order it names them.
 
         Each name answers with its most specific spelling that matches (`naming.spellings`). Only the ranked
         candidates (`ranked`, ids best first) are kept for a name that matches more than NAMED_PER_NAME symbols
-        (`get`, `__init__`), and for a plain name inside a longer question: a description often mentions a
-        parameter or a helper in passing ("the `style` to apply, like `print`"), and putting each mention
-        first cost 0.01-0.02 of docstring-to-symbol MRR@10 (`benchmarks/code_search.py`)."""
+        (`get`, `__init__`), and for a name in passing (a snake_case one inside a longer question): putting
+        every such mention first cost 0.01-0.02 of docstring-to-symbol MRR@10 (`benchmarks/code_search.py`)."""
         filters, values = scope(language, path)
         place = {seq: i for i, seq in enumerate(ranked)}
         found: dict[int, StoredSymbol] = {}
-        names = names_in(query)
-        whole = as_one_name(query)
-        for name in names:
-            in_passing = name != whole and not any(separator in name for separator in (".", "::", "#"))
+        for name, in_passing in names_asked(query):
             for spelling in spellings(name):
                 condition, params = named(spelling)
                 where, args = " AND ".join([condition, *filters]), [*params, *values]

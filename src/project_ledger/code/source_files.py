@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -33,9 +34,18 @@ VENDORED_DIRS = frozenset(
     }
 )  # fmt: skip
 SKIPPED_DIRS = TOOL_DIRS | VENDORED_DIRS
+# Where tests live, by convention: folders, and file names (`test_x.py`, `x_test.go`, `x.test.ts`, `XTest.java`).
+TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs"})
+_TEST_FILE = re.compile(r"^(tests?|test_.*|.*_tests?|conftest|.*[a-z0-9]Tests?)$|\.(test|spec)$")
 IGNORE_FILES = (".gitignore", ".ledgerignore")
 SNIFF_BYTES = 8192
 MINIFIED_LINE_CHARS = 500  # an average line this long in the first bytes means generated code
+
+
+def is_test_file(path: str) -> bool:
+    """Whether the file at `path` (relative, `/`-separated) holds tests, by the usual names of test folders and files."""
+    *folders, file = path.split("/")
+    return any(folder in TEST_DIRS for folder in folders) or bool(_TEST_FILE.search(file.rsplit(".", 1)[0]))
 
 
 @dataclass(frozen=True)

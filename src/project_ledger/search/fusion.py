@@ -114,12 +114,43 @@ def with_feedback(query: SparseVec, top: Sequence[SparseVec], terms: int, weight
 
 
 def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
-    """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0."""
+    """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0; with
+    `fusion.by_score`, the lists' scores are blended instead (`blend`)."""
+    if fusion.by_score:
+        return blend(candidates, fusion, limit)
     scores: dict[int, float] = {}
     for hits, weight in ((candidates.dense, fusion.dense_weight), (candidates.sparse, fusion.sparse_weight)):
         for seq, rank in positions(hits).items():
             scores[seq] = scores.get(seq, 0.0) + weight / (fusion.k + rank)
     return _ordered([Hit(seq, score) for seq, score in scores.items()])[:limit]
+
+
+def blend(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
+    """Score fusion: dense weight x cosine + sparse weight x BM25 score over the list's best, a candidate missing
+    from one list scored as that list's last.
+
+    Ranks alone throw away how far apart the candidates are: a symbol a little behind on meaning but far ahead on
+    words loses to one that is second on both. A cosine is on one scale for every query; a BM25 score is not, so it
+    is divided by the query's best one.
+    """
+    dense = {hit.seq: hit.score for hit in candidates.dense}
+    sparse = {hit.seq: hit.score for hit in candidates.sparse}
+    best = max(sparse.values(), default=0.0)
+    floor_dense, floor_sparse = min(dense.values(), default=0.0), min(sparse.values(), default=0.0)
+    scale = fusion.sparse_weight / best if best > 0 else 0.0
+    return _ordered(
+        [
+            Hit(seq, fusion.dense_weight * dense.get(seq, floor_dense) + scale * sparse.get(seq, floor_sparse))
+            for seq in dense.keys() | sparse.keys()
+        ]
+    )[:limit]
+
+
+def demoted(hits: list[Hit], seqs: set[int], amount: float) -> list[Hit]:
+    """`hits` ranked again with each one in `seqs` scored `amount` lower."""
+    if not amount or not seqs:
+        return hits
+    return _ordered([Hit(hit.seq, hit.score - amount) if hit.seq in seqs else hit for hit in hits])
 
 
 def coverage(query: SparseVec, document: SparseVec) -> float:
