@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import Project, cli, connect, journal_bytes, run_cli
+from .conftest import Project, cli, connect, journal_bytes, run_cli, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -73,6 +73,19 @@ def test_status_opens_a_slot_whose_state_file_does_not_record_its_size(project: 
     assert (index["state"], index["points"], index["lag"]) == ("ready", 1, 0)
     assert json.loads(state_file.read_text())["points"] == 1
     assert cli(project, "status", "--json")["index"]["state"] == "not-opened"
+
+
+async def test_status_beside_a_running_server_reads_its_slot_and_takes_none_of_its_own(project: Project) -> None:
+    """Each process that searches takes an index slot of its own. A status takes none: beside a server, which holds
+    slot 0, it reads what that slot recorded rather than creating slot 1 and building a copy of the index in it."""
+    index_dir = project.data_dir / "index"
+    async with serve(project) as ledger:
+        await ledger.remember("Invoices are exported as CSV", kind="decision")
+        await ledger.settled()
+        index = cli(project, "status", "--json")["index"]
+        assert (index["state"], index["location"]) == ("not-opened", str(index_dir / "edge-0"))
+        assert index["points"] >= 0 and index["indexed_rev"] <= index["journal_rev"]
+        assert not (index_dir / "edge-1").exists() and not (index_dir / "edge-1.lock").exists()
 
 
 def test_status_leaves_the_data_directory_as_it_found_it(project: Project) -> None:

@@ -88,7 +88,7 @@ async def test_instructions_are_the_session_start_pack_whether_it_fits_by_bytes_
         async with connect(project) as ledger:
             prompt = await ledger.session.get_prompt("session_start")
             assert ledger.instructions == prompt.messages[0].content.text
-            assert "Money is integer cents." in ledger.instructions if text == CONTEXT else "Convention 39:" in ledger.instructions
+            assert ("Money is integer cents." if text == CONTEXT else "Convention 39:") in ledger.instructions
             assert (await ledger.call("status"))["session_start_cut"] is False
 
 

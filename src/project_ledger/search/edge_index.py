@@ -95,23 +95,31 @@ class EdgeIndex:
 
     @classmethod
     def read_slot(cls, index_dir: Path, embedder_identity: str, prefix: str = "edge") -> SlotState | None:
-        """What the slot `open_slot` would take now recorded when it was last written, without loading its shard
-        (a command that only reports, such as the CLI's `status`, then neither loads nor catches up nor flushes it).
+        """What a slot recorded when it was last written, without loading its shard or taking a new slot (a command
+        that only reports, such as the CLI's `status`, then neither creates, loads, catches up nor flushes one).
 
-        None when that is not known without opening it: no free slot, or its state file missing, unreadable, for
-        another model, written before it recorded its point count, or naming a shard folder that is gone.
+        The first existing slot that no other process holds and that can tell, as `open_slot` would take it; else,
+        when each of those is held (a running server's) or cannot tell, the one that recorded the highest revision.
+        Another process replaces its state file whole, so it reads consistently without its lock. None when no slot
+        can tell: none exists, or each state file is unreadable, for another model, written before it recorded its
+        point count, or names a shard folder that is gone.
         """
-        free = _free_slot(index_dir, prefix) if index_dir.is_dir() else None
-        if free is None:
-            return None
-        slot, lock = free
-        try:
-            state = IndexState(slot / "state.json", embedder_identity)
-            if not state.load() or state.points < 0 or not (slot / state.shard).is_dir():
-                return None
-            return SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
-        finally:
-            lock.release()
+        recorded: list[SlotState] = []
+        for n in range(MAX_SLOTS):
+            slot = index_dir / f"{prefix}-{n}"
+            if not slot.is_dir():  # never written: it records nothing, and taking its lock would create a file
+                continue
+            lock = FileLock.try_acquire(index_dir / f"{prefix}-{n}.lock")
+            try:
+                state = IndexState(slot / "state.json", embedder_identity)
+                if state.load() and state.points >= 0 and (slot / state.shard).is_dir():
+                    if lock is not None:
+                        return SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
+                    recorded.append(SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points))
+            finally:
+                if lock is not None:
+                    lock.release()
+        return max(recorded, key=lambda state: state.watermark, default=None)
 
     def _open(self) -> None:
         if not self._state.load():
