@@ -90,7 +90,6 @@ def main() -> None:
     ]
     rows = [
         ("no time signals", results[OFF]),
-        ("the pair before (0.05, 0.3)", results[(0.05, 0.3)]),
         (f"shipped pair {shipped}", results.get(shipped)),
         (f"chosen on all questions {final}", results[final]),
     ]
