@@ -95,7 +95,10 @@ def own_corpus(tmp: Path) -> Corpus:
 
 
 def locomo_corpus(tmp: Path) -> Corpus:
-    bench = locomo.Locomo(locomo.DATA, tmp)
+    return locomo_corpus_of(locomo.Locomo(locomo.DATA, tmp))
+
+
+def locomo_corpus_of(bench: locomo.Locomo) -> Corpus:
     pool, items = bench.pool, bench.items
 
     def rank_all(setting: Setting) -> list[list[int]]:

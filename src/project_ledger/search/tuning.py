@@ -83,7 +83,8 @@ class RankingParams:
     floor: float = 0.24  # relevance (cosine or query-term coverage) a result needs (LEDGER_MIN_RELEVANCE)
     # For a question that asks when (`text/time_words.py`), a memory that says when moves up the dense list as if this
     # much closer in meaning (order only, `fusion.with_time`), and its score is multiplied by 1 + time_boost. Chosen
-    # with `benchmarks/tune_fusion.py` on both corpora (README, "Public conversations (LoCoMo)").
+    # with `benchmarks/tune_fusion.py` on both corpora; `benchmarks/tune_time.py`, leaving one LoCoMo conversation out
+    # at a time, finds nothing better by more than noise (README, "Public conversations (LoCoMo)").
     time_lift: float = 0.05
     time_boost: float = 0.3
     exact_most: int = 3  # an identifier the query names that at most this many candidates hold puts them first (set by hand)
