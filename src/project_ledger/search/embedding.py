@@ -348,7 +348,8 @@ class OnnxEmbedder(_LazyEmbedder):
                 from project_ledger.search import onnx_edit as edit
 
                 model = edit.fused_gelus(edit.integer_matmuls(_bundled_model()))
-                model = edit.without_attention_mask(edit.biases_in_products(model))  # one text a run (INTEGER_BATCH)
+                model = edit.biases_in_products(model)  # one edit a line: two copies of the model at most
+                model = edit.without_attention_mask(model)  # one text a run (INTEGER_BATCH)
                 self._code_session = _session(model, self._shared, INTEGER_UNFUSED)
                 del model
                 _release_freed_memory()
