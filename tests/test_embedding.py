@@ -39,6 +39,7 @@ from project_ledger.search.onnx_edit import (
     fused_gelus,
     gather_before_dequantize,
     integer_matmuls,
+    without_attention_mask,
     without_nan_guards,
 )
 
@@ -165,6 +166,7 @@ def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_
         (fused_gelus, "no GELU"),
         (without_nan_guards, "no Where"),
         (biases_in_products, "no DynamicQuantizeMatMul"),
+        (without_attention_mask, "no Softmax"),
     ):
         with pytest.raises(ValueError, match=message):
             edit(other)
@@ -173,7 +175,7 @@ def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_
 def test_the_integer_session_leaves_its_layer_norms_unfused_by_a_name_onnx_runtime_knows(tmp_path: Path) -> None:
     import onnxruntime as ort
 
-    model = biases_in_products(fused_gelus(integer_matmuls(_bundled_model())))  # as `embed_code` makes it
+    model = without_attention_mask(biases_in_products(fused_gelus(integer_matmuls(_bundled_model()))))  # as embed_code
 
     def optimised(unfused: tuple[str, ...]) -> list[str]:
         options = ort.SessionOptions()
@@ -187,15 +189,17 @@ def test_the_integer_session_leaves_its_layer_norms_unfused_by_a_name_onnx_runti
     assert "SkipLayerNormalization" not in unfused and unfused.count("LayerNormalization") == 1 + 2 * 6
 
 
-def test_adding_the_biases_in_the_integer_products_changes_no_output_of_the_integer_session() -> None:
+def test_biases_in_the_products_and_no_mask_change_no_output_of_the_integer_session_for_one_text() -> None:
     import onnxruntime as ort
 
     products = fused_gelus(integer_matmuls(_bundled_model()))
     biased = biases_in_products(products)
     assert node_kinds(biased).count("Add") == node_kinds(products).count("Add") - 6 * 6  # one bias per product
+    unmasked = without_attention_mask(biased)
+    assert node_kinds(unmasked).count("Add") == node_kinds(biased).count("Add") - 6  # one mask per layer
     sessions = [
         ort.InferenceSession(model, providers=["CPUExecutionProvider"], disabled_optimizers=list(INTEGER_UNFUSED))
-        for model in (products, biased)
+        for model in (products, unmasked)
     ]
     rng = np.random.default_rng(7)
     for length in (3, 40, 128):

@@ -9,11 +9,13 @@ floats as before: the vectors do not change by a single bit. Nor does `without_n
 copies the exporter put after each softmax.
 
 The code index's session also gets `integer_matmuls` and `fused_gelus`, which change the vectors a little
-(cosine about 0.995 to the float ones) for less than half the CPU time per text, and `biases_in_products`.
+(cosine about 0.995 to the float ones) for less than half the CPU time per text, then `biases_in_products` and
+`without_attention_mask`, which change nothing more.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass, field
@@ -269,6 +271,45 @@ def biases_in_products(model: bytes) -> bytes:
             break
     if not replaced:
         raise ValueError("the model has no DynamicQuantizeMatMul followed by the Add of a constant bias")
+    return _rebuilt(top, graph, graph_fields, dropped, replaced)
+
+
+def without_attention_mask(model: bytes, mask_input: str = "attention_mask") -> bytes:
+    """The model with each `Add(scores, mask)` before an attention `Softmax` left out, where the scores are a
+    MatMul's and `mask` is computed from the graph input `mask_input`: the softmax reads the scores alone, and the
+    nodes that made the mask go unused (ONNX Runtime drops them as it loads the model).
+
+    Only for a session that runs one text at a time, unpadded: its mask then adds 0 to every score, so the output is
+    bit for bit the same. A padded batch would attend to its padding. Raises ValueError if no softmax reads such
+    a sum.
+    """
+    top, graph, graph_fields, nodes = _graph(model)
+    made_by, _ = _wiring(nodes)
+
+    @functools.cache
+    def from_mask(value: str) -> bool:
+        if value == mask_input:
+            return True
+        maker = made_by.get(value)
+        return maker is not None and any(from_mask(name) for name in nodes[maker].inputs if name)
+
+    def product(value: str) -> bool:
+        return value in made_by and nodes[made_by[value]].op_type == "MatMul"
+
+    dropped: set[int] = set()
+    replaced: dict[int, list[_Node]] = {}
+    for i, node in nodes.items():
+        total = made_by.get(node.inputs[0]) if node.op_type == "Softmax" and node.inputs else None
+        if total is None or nodes[total].op_type != "Add" or len(nodes[total].inputs) != 2:
+            continue
+        scores, mask = nodes[total].inputs
+        if product(mask):
+            scores, mask = mask, scores
+        if product(scores) and from_mask(mask):
+            replaced[i] = [_Node([scores], node.outputs, node.name, node.op_type, node.rest)]
+            dropped.add(total)
+    if not replaced:
+        raise ValueError(f"the model has no Softmax of scores plus a mask made from {mask_input}")
     return _rebuilt(top, graph, graph_fields, dropped, replaced)
 
 
