@@ -20,7 +20,7 @@ from project_ledger.code.naming import as_one_name, names_in, spellings
 from project_ledger.code.rows import embed_hash
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
-from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
+from project_ledger.search.embedding import Embedder, from_bytes, release_freed_memory, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
@@ -151,14 +151,20 @@ class CodeSearch:
         """Apply what the code tables changed since the watermark. The caller holds `self._lock`."""
         index, encoder = self._index, self._encoder
         assert index is not None and encoder is not None
+        applied = 0
         while True:
             changes, removed, top = self._store.changes_since(index.watermark(), self._embedder.identity, REVISIONS_PER_STEP)
             if top == index.watermark():
-                return
+                break
             index.delete(removed)
             for start in range(0, len(changes), UPSERT_CHUNK):
                 index.upsert([_doc(change, encoder) for change in changes[start : start + UPSERT_CHUNK]])
             index.set_watermark(top)
+            applied += len(changes) + len(removed)
+        if applied >= UPSERT_CHUNK:
+            # A scan's rows and points were freed, but malloc keeps their pages until told (36 MB right after
+            # django's scan); an edit's few rows are not worth the heap walk.
+            release_freed_memory()
 
     def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every symbol that has no vector yet, now, in this thread (the CLI's way; a server does it in the

@@ -174,7 +174,7 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def _release_freed_memory() -> None:
+def release_freed_memory() -> None:
     """Hand freed heap memory back to the system (glibc). Without ONNX Runtime's arena, a batch's activations
     are freed when it ends, but malloc keeps the pages for reuse unless told otherwise."""
     libc = _libc()
@@ -327,7 +327,7 @@ class OnnxEmbedder(_LazyEmbedder):
         self._session = _session(fused_gelus(integer_matmuls(model)), self._shared)
         self._tokenizer = tokenizer
         del model
-        _release_freed_memory()  # the graph optimiser's copies of the weights
+        release_freed_memory()  # the graph optimiser's copies of the weights
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for memories (under MEMORY_IDENTITY): texts cut at MAX_TOKENS, one text a batch (INTEGER_BATCH).
@@ -378,7 +378,7 @@ class OnnxEmbedder(_LazyEmbedder):
             return self._spread(plan_batches(lengths, most, MAX_BATCH_TOKENS), run, len(texts))
         finally:
             if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
-                _release_freed_memory()
+                release_freed_memory()
 
 
 def _bundled_model() -> bytes:
