@@ -393,9 +393,9 @@ def _bundled_model() -> bytes:
 
 def _shared_table(model: bytes) -> dict[str, ort.OrtValue]:
     """The int8 token table (12 MB) as a value the session reads in place (`add_initializer`), mapped from the
-    shipped model file instead of copied: only the pages of the rows that texts look up become resident (about
-    10 rows a page), and every server on the machine shares them through the page cache. `model` is the
-    hash-checked content; the mapped table must match it."""
+    shipped model file instead of copied: only pages around the rows that texts look up become resident (4 MB
+    after 20 queries, 10 of the 11 MB after 664 conversation turns), as file pages that every server on the
+    machine shares and the kernel can reclaim. `model` is the hash-checked content; the mapped table must match."""
     import mmap
 
     import numpy as np
@@ -412,8 +412,9 @@ def _shared_table(model: bytes) -> dict[str, ort.OrtValue]:
     raw = initializer(mapped, name)[2]
     if raw != checked:
         raise RuntimeError(f"{OFFLINE_ONNX.path()} changed while the model loaded; reinstall {OFFLINE_ONNX.package}")
-    mapped.madvise(mmap.MADV_DONTNEED)  # the comparison mapped every page; they stay in the page cache
-    mapped.madvise(mmap.MADV_RANDOM)  # a lookup maps its row's page, not the pages around it
+    if hasattr(mapped, "madvise"):  # not on Windows, where the compared pages simply stay mapped
+        mapped.madvise(mmap.MADV_DONTNEED)  # the comparison mapped every page; they stay in the page cache
+        mapped.madvise(mmap.MADV_RANDOM)  # no read-ahead around a looked-up row
     # The OrtValue points into the mapping, which lives as long as the array does (ONNX Runtime keeps the value).
     return {name: ort.OrtValue.ortvalue_from_numpy(np.frombuffer(raw, dtype=np.int8).reshape(dims))}
 
