@@ -73,7 +73,7 @@ def test_the_bundled_model_runs_without_fastembed_and_close_to_its_vectors(tmp_p
     long_text = "def render(self, console, options):\n    " + "yield Segment(line) " * 300  # past 256 tokens
     texts = [*TEXTS[:8], long_text, "", "[MASK] [SEP] tokens spelled out"]
     theirs = np.array(through_fastembed.embed_documents(texts))
-    queries = np.array([direct.embed_query(text) for text in texts])  # made before any memory: no float session
+    queries = np.array([direct.embed_query(text) for text in texts])  # before any memory is embedded
     memories = np.array(direct.embed_documents(texts))
     assert np.array_equal(queries, memories)  # one session: a query's vector is its text's stored vector
     assert np.allclose(np.linalg.norm(memories, axis=1), 1, atol=1e-5)

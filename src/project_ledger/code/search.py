@@ -2,7 +2,7 @@
 
 Symbols become searchable by BM25 as soon as they are parsed. Their dense
 vectors are computed in the background (the model is the slow part: about 120-145
-symbol texts per CPU second with the code session of `embedding.for_code`, see
+symbol texts per CPU second with the integer session, through `embedding.for_code`, see
 the README's embedding benchmark) and stored in the journal by text hash, so an
 edit re-embeds only the symbols whose text changed. Until the vectors have
 caught up, results say how many symbols are ranked on BM25 alone.
