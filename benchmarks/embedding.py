@@ -12,8 +12,9 @@ chunks its caller uses (the code search worker's EMBED_BATCH, the index sync's E
 Ways of embedding, run interleaved (`--runs` rounds, medians):
 - before: the bundled model through fastembed (`FastEmbedEmbedder`, ONNX Runtime's arena on, batches of 8
   texts by character length, spread over all cores), as the ledger ran it before;
-- float, 256 tokens: `OnnxEmbedder`'s float session (the one queries run on) on all cores, how code symbols
-  were embedded before they got their own way, and memories before they moved to the integer session;
+- float, 256 tokens: a session of the model's float products on all cores, how code symbols were embedded
+  before they got their own way, memories before they moved to the integer session, and queries until they
+  moved too (the server no longer makes it);
 - shipped: what the server runs (`create_embedder`, all cores): ONNX Runtime directly, batches of at most 256
   padded tokens, arena off, integer matrix products; for symbols `for_code` (`OnnxEmbedder.embed_code`: texts
   cut at 128 tokens), for memories `embed_documents` (cut at 256 tokens);
@@ -51,6 +52,8 @@ from project_ledger.search.embedding import (
     OFFLINE_IDENTITY,
     FastEmbedEmbedder,
     OnnxEmbedder,
+    _bundled_model,
+    _session,
     create_embedder,
     for_code,
     prepare_offline_model,
@@ -98,14 +101,15 @@ def before(cache: Path) -> Embed:
 
 
 def shipped(cache: Path, threads: int | None) -> tuple[Embed, Embed, Embed]:
-    """What the server embeds code symbols with, and memories; and the float session queries run on."""
+    """What the server embeds code symbols with, and memories; and a float session as the server had before."""
     embedder = create_embedder(None, None, cache, threads)
     if not embedder.load():
         raise SystemExit(f"the embedding model did not load: {embedder.detail}")
     assert isinstance(embedder, OnnxEmbedder)
+    float_session = _session(_bundled_model(), embedder._shared)
 
     def floats(texts: Sequence[str]) -> list[np.ndarray]:
-        return embedder._embed(texts, embedder._session, MAX_TOKENS)  # the float session, batched as documents are
+        return embedder._embed(texts, float_session, MAX_TOKENS)  # batched as documents were
 
     return for_code(embedder).embed_documents, embedder.embed_documents, floats
 

@@ -309,14 +309,17 @@ def main() -> None:
             (f"server resident memory after recalls, {label}", f"{remote['rss_mb']:.0f} MB"),
         ]
     machine = measured_on()
+    load_at_end = os.getloadavg()
     table = "\n".join(
         [
             "| measure | result |",
             "|---|---|",
             *(f"| {name} | {value} |" for name, value in rows),
             "",
-            f"Measured {time.strftime('%Y-%m-%d')} on {machine} (a shared machine: expect noise), with "
-            "`python benchmarks/performance.py`.",
+            (
+                f"Measured {time.strftime('%Y-%m-%d')} on {machine} (a shared machine: expect noise), load average "
+                f"{load_at_start[0]:.1f} before and {load_at_end[0]:.1f} after, with `python benchmarks/performance.py`."
+            ),
         ]
     )
     print(table)
@@ -328,7 +331,7 @@ def main() -> None:
             {
                 "measured": time.strftime("%Y-%m-%d"),
                 "machine": machine,
-                "load_average": {"start": load_at_start, "end": os.getloadavg()},
+                "load_average": {"start": load_at_start, "end": load_at_end},
                 "cold_start": start,
                 "remember": writes,
                 "sizes": per_size,

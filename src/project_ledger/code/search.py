@@ -2,7 +2,7 @@
 
 Symbols become searchable by BM25 as soon as they are parsed. Their dense
 vectors are computed in the background (the model is the slow part: about 120-145
-symbol texts per CPU second with the code session of `embedding.for_code`, see
+symbol texts per CPU second with the integer session, through `embedding.for_code`, see
 the README's embedding benchmark) and stored in the journal by text hash, so an
 edit re-embeds only the symbols whose text changed. Until the vectors have
 caught up, results say how many symbols are ranked on BM25 alone.
@@ -21,7 +21,7 @@ from project_ledger.code.rows import embed_hash
 from project_ledger.code.source_files import is_test_file
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
-from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
+from project_ledger.search.embedding import Embedder, from_bytes, release_freed_memory, to_bytes
 from project_ledger.search.fusion import coverage, demoted, fuse, relevance
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
@@ -152,14 +152,20 @@ class CodeSearch:
         """Apply what the code tables changed since the watermark. The caller holds `self._lock`."""
         index, encoder = self._index, self._encoder
         assert index is not None and encoder is not None
+        applied = 0
         while True:
             changes, removed, top = self._store.changes_since(index.watermark(), self._embedder.identity, REVISIONS_PER_STEP)
             if top == index.watermark():
-                return
+                break
             index.delete(removed)
             for start in range(0, len(changes), UPSERT_CHUNK):
                 index.upsert([_doc(change, encoder) for change in changes[start : start + UPSERT_CHUNK]])
             index.set_watermark(top)
+            applied += len(changes) + len(removed)
+        if applied >= UPSERT_CHUNK:
+            # A scan's rows and points were freed, but malloc keeps their pages until told (36 MB right after
+            # django's scan); an edit's few rows are not worth the heap walk.
+            release_freed_memory()
 
     def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every symbol that has no vector yet, now, in this thread (the CLI's way; a server does it in the

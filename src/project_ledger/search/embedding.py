@@ -49,7 +49,6 @@ DOCUMENT_BATCH = 8
 # The integer session's graph has no attention mask (`onnx_edit.without_attention_mask`): a batch of several texts,
 # padded to the longest, would attend to the padding. This must stay 1.
 INTEGER_BATCH = 1
-CODE_SESSION_IDLE_SECONDS = 120.0  # the integer session is dropped after this long without a text to embed
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
 WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
@@ -90,8 +89,9 @@ OFFLINE_IDENTITY = f"{DEFAULT_MODEL}@int8-onnx-{OFFLINE_ONNX.sha256[:12]}"
 # (`OnnxEmbedder.embed_code`): another identity, so a ledger's code index re-embeds its symbols in the background.
 # "-ln" (both identities): the integer session's layer norms are not fused with their residual sums (INTEGER_UNFUSED).
 CODE_IDENTITY = f"{OFFLINE_IDENTITY}+code-int8-{CODE_MAX_TOKENS}-ln"
-# Memories' vectors come from the same integer session, texts cut at MAX_TOKENS as before (`embed_documents`);
-# queries stay on the float session. Another identity, so a ledger re-embeds its memories in the background.
+# Memories' vectors come from the same integer session, texts cut at MAX_TOKENS as before (`embed_documents`).
+# Another identity, so a ledger re-embeds its memories in the background. Queries run on that session too, which
+# changes no stored vector: a query's vector is never stored, so neither identity changed when queries moved to it.
 MEMORY_IDENTITY = f"{OFFLINE_IDENTITY}+int8-{MAX_TOKENS}-ln"
 
 
@@ -184,7 +184,7 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def _release_freed_memory() -> None:
+def release_freed_memory() -> None:
     """Hand freed heap memory back to the system (glibc). Without ONNX Runtime's arena, a batch's activations
     are freed when it ends, but malloc keeps the pages for reuse unless told otherwise."""
     libc = _libc()
@@ -300,10 +300,9 @@ class _LazyEmbedder:
 
 
 class OnnxEmbedder(_LazyEmbedder):
-    """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly. Queries get what fastembed
-    computes for it (tokens cut at 256, mean of the token vectors over the attention mask, unit length);
-    memories and code symbols the same from a session with integer matrix products (`embed_documents`,
-    `embed_code`).
+    """The bundled int8 all-MiniLM-L6-v2 on ONNX Runtime and `tokenizers` directly, one session with integer
+    matrix products for queries, memories and code symbols: what fastembed computes for the model (tokens cut at
+    256, mean of the token vectors over the attention mask, unit length) within rounding of the products.
 
     Not through fastembed: importing it takes 31 MB more than its three dependencies (a fresh process gets
     its first query vector in about twice the time through it), and its session keeps ONNX Runtime's memory
@@ -316,15 +315,18 @@ class OnnxEmbedder(_LazyEmbedder):
     def __init__(self, threads: int) -> None:
         super().__init__(DEFAULT_MODEL, MEMORY_IDENTITY, threads)
         self._session: ort.InferenceSession | None = None
-        self._code_session: ort.InferenceSession | None = None
-        self._code_lock = threading.Lock()
-        self._code_calls = 0  # calls on the integer session running (`embed_code`, `embed_documents`)
-        self._code_timer: threading.Timer | None = None  # drops the integer session once it has been idle
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
 
     def _open(self) -> None:
+        """The tokenizer and the integer session (made once, kept while the process lives: every query needs it).
+
+        Queries ran on a session of the model's float products until the integer one embedded everything else;
+        their vectors now come from the session memories are stored with, and the float session (42 MB of float
+        weights) is never made."""
         from tokenizers import Tokenizer
+
+        from project_ledger.search import onnx_edit as edit
 
         _check(OFFLINE_TOKENIZER)
         tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
@@ -332,63 +334,18 @@ class OnnxEmbedder(_LazyEmbedder):
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         model = _bundled_model()
         self._shared = _shared_table(model)
-        self._session = _session(model, self._shared)
+        model = edit.fused_gelus(edit.integer_matmuls(model))
+        model = edit.biases_in_products(model)  # one edit a line: two copies of the model at most
+        model = edit.without_attention_mask(model)  # one text a run (INTEGER_BATCH)
+        self._session = _session(model, self._shared, INTEGER_UNFUSED)
         self._tokenizer = tokenizer
         del model
-        _release_freed_memory()  # the graph optimiser's copies of the weights
-
-    def _open_code(self) -> ort.InferenceSession:
-        """The integer session `embed_code` and `embed_documents` run, made on their first call (a process that
-        only searches never pays for it), counted as in use until `_close_code`."""
-        with self._code_lock:
-            if self._code_timer is not None:
-                self._code_timer.cancel()
-                self._code_timer = None
-            if self._code_session is None:
-                from project_ledger.search import onnx_edit as edit
-
-                model = edit.fused_gelus(edit.integer_matmuls(_bundled_model()))
-                model = edit.biases_in_products(model)  # one edit a line: two copies of the model at most
-                model = edit.without_attention_mask(model)  # one text a run (INTEGER_BATCH)
-                self._code_session = _session(model, self._shared, INTEGER_UNFUSED)
-                del model
-                _release_freed_memory()
-            self._code_calls += 1  # counted once made: a failed build leaves no call behind
-            return self._code_session
-
-    def _close_code(self) -> None:
-        """The end of a call on the integer session: the last one running starts the idle timer."""
-        with self._code_lock:
-            self._code_calls -= 1
-            if self._code_calls == 0:
-                self._code_timer = threading.Timer(CODE_SESSION_IDLE_SECONDS, self._drop_idle_code_session)
-                self._code_timer.daemon = True
-                self._code_timer.start()
-
-    def _drop_idle_code_session(self) -> None:
-        """Let the integer session go (about 35 MB) once nothing was embedded for CODE_SESSION_IDLE_SECONDS; the
-        next `embed_code` or `embed_documents` makes it again (about 0.15 s of CPU). A call running or a newer
-        timer keeps it."""
-        with self._code_lock:
-            if self._code_calls or self._code_timer is not threading.current_thread():
-                return
-            self._code_session, self._code_timer = None, None
-        _release_freed_memory()
-
-    @property
-    def code_session_open(self) -> bool:
-        return self._code_session is not None
+        release_freed_memory()  # the graph optimiser's copies of the weights
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Vectors for memories (under MEMORY_IDENTITY): the integer session of `embed_code`, texts cut at
-        MAX_TOKENS, one text a batch (INTEGER_BATCH). Queries keep the float session (`_embed_query`); recall quality did not drop on either corpus
-        (`benchmarks/retrieval.py`, `benchmarks/locomo.py`)."""
+        """Vectors for memories (under MEMORY_IDENTITY): texts cut at MAX_TOKENS, one text a batch (INTEGER_BATCH).
+        A query's vector (`embed_query`) is the one its text would be stored with."""
         return self._embed_integer(texts, MAX_TOKENS)
-
-    def _embed_query(self, text: str) -> np.ndarray:
-        self._require()
-        assert self._session is not None
-        return self._embed([text], self._session, MAX_TOKENS)[0]
 
     def embed_code(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for code symbols' texts (under CODE_IDENTITY): cut at CODE_MAX_TOKENS and run with integer
@@ -396,20 +353,15 @@ class OnnxEmbedder(_LazyEmbedder):
 
         A symbol's text is its kind and name with the words of that name and of its module, signature, docstring
         head and body head, in that order (`code.rows.embed_text`); what lies past 128 tokens is the end of a long
-        body head. Queries keep `embed_query` (float), which is what
-        memories are searched with: one vector serves both searches of a `context` call, and docstring-to-symbol
-        MRR@10 did not drop (`benchmarks/code_search.py`).
+        body head. Queries are `embed_query`'s, which is what memories are searched with: one vector serves both
+        searches of a `context` call.
         """
         return self._embed_integer(texts, CODE_MAX_TOKENS)
 
     def _embed_integer(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
         self._require()
-        session = self._open_code()
-        try:
-            return self._embed(texts, session, max_tokens, INTEGER_BATCH)
-        finally:
-            del session  # the idle timer's drop must be the last reference
-            self._close_code()
+        assert self._session is not None
+        return self._embed(texts, self._session, max_tokens, INTEGER_BATCH)
 
     def _embed(
         self, texts: Sequence[str], session: ort.InferenceSession, max_tokens: int, most: int = DOCUMENT_BATCH
@@ -439,11 +391,11 @@ class OnnxEmbedder(_LazyEmbedder):
             return self._spread(plan_batches(lengths, most, MAX_BATCH_TOKENS), run, len(texts))
         finally:
             if sum(lengths) >= TRIM_AFTER_TOKENS:  # malloc_trim walks the heap: about 9 ms, more than a query costs
-                _release_freed_memory()
+                release_freed_memory()
 
 
 def _bundled_model() -> bytes:
-    """The bundled model as both sessions start from: read once, hash-checked, then edited (the token table looked up
+    """The bundled model as the session starts from: read once, hash-checked, then edited (the token table looked up
     before it is made float, the softmax NaN guards left out; `onnx_edit`)."""
     from project_ledger.search.onnx_edit import gather_before_dequantize, without_nan_guards
 
@@ -453,18 +405,31 @@ def _bundled_model() -> bytes:
 
 
 def _shared_table(model: bytes) -> dict[str, ort.OrtValue]:
-    """The int8 token table (12 MB) as one value both sessions read, instead of a copy in each."""
+    """The int8 token table (12 MB) as a value the session reads in place (`add_initializer`), mapped from the
+    shipped model file instead of copied: only pages around the rows that texts look up become resident (4 MB
+    after 20 queries, 10 of the 11 MB after 664 conversation turns), as file pages that every server on the
+    machine shares and the kernel can reclaim. `model` is the hash-checked content; the mapped table must match."""
+    import mmap
+
     import numpy as np
     import onnxruntime as ort
 
     from project_ledger.search.onnx_edit import initializer
 
     name = f"{WORD_EMBEDDINGS}_q"
-    dims, data_type, raw = initializer(model, name)
+    dims, data_type, checked = initializer(model, name)
     if data_type != ONNX_INT8:
         raise ValueError(f"{name} is not int8 (ONNX data type {data_type})")
-    # The OrtValue points into the array's memory: the array lives as long as the value (ONNX Runtime keeps it).
-    return {name: ort.OrtValue.ortvalue_from_numpy(np.frombuffer(bytes(raw), dtype=np.int8).reshape(dims))}
+    with OFFLINE_ONNX.path().open("rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)  # the mapping outlives the file object
+    raw = initializer(mapped, name)[2]
+    if raw != checked:
+        raise RuntimeError(f"{OFFLINE_ONNX.path()} changed while the model loaded; reinstall {OFFLINE_ONNX.package}")
+    if hasattr(mapped, "madvise"):  # not on Windows, where the compared pages simply stay mapped
+        mapped.madvise(mmap.MADV_DONTNEED)  # the comparison mapped every page; they stay in the page cache
+        mapped.madvise(mmap.MADV_RANDOM)  # no read-ahead around a looked-up row
+    # The OrtValue points into the mapping, which lives as long as the array does (ONNX Runtime keeps the value).
+    return {name: ort.OrtValue.ortvalue_from_numpy(np.frombuffer(raw, dtype=np.int8).reshape(dims))}
 
 
 def _session(model: bytes, shared: dict[str, ort.OrtValue], unfused: Sequence[str] = ()) -> ort.InferenceSession:
