@@ -63,6 +63,14 @@ def test_blending_adds_the_cosine_and_the_bm25_score_over_the_best_a_missing_one
     assert [hit.seq for hit in fuse(far, BLEND, 2)] == [1, 3]
 
 
+def test_blending_scores_what_a_complete_bm25_list_lacks_as_zero_on_it() -> None:
+    """One symbol alone holds the query's rare word: the BM25 list has it and nothing else, so the others share no word."""
+    found = Candidates(dense=[Hit(2, 0.62), Hit(3, 0.60), Hit(4, 0.55), Hit(1, 0.40)], sparse=[Hit(1, 12.0)])
+    assert [hit.seq for hit in fuse(found, BLEND, 10, asked=20)] == [1, 2, 3, 4]
+    # a list cut at the count asked for says nothing of what it left out: the missing ones score as its last
+    assert [hit.seq for hit in fuse(found, BLEND, 10, asked=1)] == [2, 3, 4, 1]
+
+
 def test_blending_one_list_alone_keeps_its_order() -> None:
     dense_only = Candidates(dense=[Hit(1, 0.8), Hit(2, 0.7)], sparse=[])
     assert [hit.seq for hit in fuse(dense_only, BLEND, 10)] == [1, 2]

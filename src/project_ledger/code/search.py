@@ -216,8 +216,9 @@ class CodeSearch:
             encoder = self._encoder
             assert encoder is not None
             terms = encoder.query(query)
-            found: Candidates = index.candidates(dense, terms, code_filter(language, path), max(k, fusion.candidates))
-        ranked = fuse(found, fusion, len(found.dense) + len(found.sparse))
+            asked = max(k, fusion.candidates)
+            found: Candidates = index.candidates(dense, terms, code_filter(language, path), asked)
+        ranked = fuse(found, fusion, len(found.dense) + len(found.sparse), asked)
         symbols = self._store.symbols_by_ids([hit.seq for hit in ranked])
         if not asks_about_tests(query):
             tests = {seq for seq, symbol in symbols.items() if is_test_file(symbol.path)}

@@ -113,11 +113,11 @@ def with_feedback(query: SparseVec, top: Sequence[SparseVec], terms: int, weight
     return SparseVec([*own, *added], [*own.values(), *added.values()])
 
 
-def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
+def fuse(candidates: Candidates, fusion: FusionParams, limit: int, asked: int | None = None) -> list[Hit]:
     """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank), rank counted from 0; with
-    `fusion.by_score`, the lists' scores are blended instead (`blend`)."""
+    `fusion.by_score`, the lists' scores are blended instead (`blend`; `asked` is how many each list was asked for)."""
     if fusion.by_score:
-        return blend(candidates, fusion, limit)
+        return blend(candidates, fusion, limit, asked)
     scores: dict[int, float] = {}
     for hits, weight in ((candidates.dense, fusion.dense_weight), (candidates.sparse, fusion.sparse_weight)):
         for seq, rank in positions(hits).items():
@@ -125,9 +125,11 @@ def fuse(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
     return _ordered([Hit(seq, score) for seq, score in scores.items()])[:limit]
 
 
-def blend(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]:
+def blend(candidates: Candidates, fusion: FusionParams, limit: int, asked: int | None = None) -> list[Hit]:
     """Score fusion: dense weight x cosine + sparse weight x BM25 score over the list's best, a candidate missing
-    from one list scored as that list's last.
+    from one list scored as that list's last. A BM25 list shorter than the `asked` count is complete: what it lacks
+    shares no word with the query and scores 0 on it (else a symbol that alone holds a rare query word could
+    rank below every symbol holding none).
 
     Ranks alone throw away how far apart the candidates are: a symbol a little behind on meaning but far ahead on
     words loses to one that is second on both. A cosine is on one scale for every query; a BM25 score is not, so it
@@ -137,6 +139,8 @@ def blend(candidates: Candidates, fusion: FusionParams, limit: int) -> list[Hit]
     sparse = {hit.seq: hit.score for hit in candidates.sparse}
     best = max(sparse.values(), default=0.0)
     floor_dense, floor_sparse = min(dense.values(), default=0.0), min(sparse.values(), default=0.0)
+    if asked is not None and len(sparse) < asked:
+        floor_sparse = 0.0
     scale = fusion.sparse_weight / best if best > 0 else 0.0
     return _ordered(
         [
