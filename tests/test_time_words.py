@@ -55,6 +55,10 @@ def test_questions_about_conditions_or_things_do_not(question: str) -> None:
         "The freeze lifts mid-May",
         "Signed on 8 May, 2023",
         "Back in the 1990s it ran on one box",
+        "The rewrite lands mid-2020",
+        "In 2020 users reported the bug",  # a count noun starts the next clause
+        "by the end of 2020 we had moved",
+        "It ran from 2019 to 2021",
         "Deadline is 2026-03-14",
         "I met the team again on the 15th",
         "Standup moved to 9:30",
@@ -76,6 +80,11 @@ def test_texts_that_say_when(text: str) -> None:
         "The proxy listens on port 2000",
         "The query took 1950 ms",
         "It fails in 2000 ms under load",
+        "Send a batch of 2000 files",
+        "The page size has a limit of 2048",
+        "It passed 1990 out of 2000",
+        "It converges after 2000 iterations",
+        "Rename the midMay variable",
     ],
 )
 def test_texts_that_do_not(text: str) -> None:

@@ -16,14 +16,19 @@ _MONTHS = r"(?:january|february|march|april|june|july|august|september|october|n
 _SEASONS = r"(?:spring|summer|autumn|fall|winter)"
 _COUNT = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several|few|couple of)"
 
-# A year: 19xx or 20xx after a word that puts a time on it ("in 2022", "since 1998", "summer of 2019"), and not
-# followed by a unit. A bare number in that range is as often a count or a size ("port 2000", "2048 bytes", "took 1950
-# ms"). After a month ("May 2023", "8 March, 2021") the month already says when.
+# A year: 19xx or 20xx after a word that puts a time on it, where a bare number in that range is as often a count or
+# a size ("port 2000", "2048 bytes", "a batch of 2000 files"). After in/since/during and the like ("in 2022", "since
+# 1998", "mid-2020") it is a year unless a unit of measure follows ("in 2000 ms"); a count noun may start the next
+# clause ("In 2020 users asked for it"). After by/after/from, which as often take a count ("after 2000 iterations"),
+# only where the phrase ends ("by 2030.", "from 2019 to 2021"); after "of" only a part of a year's ("summer of 2019",
+# "the end of 2020"), not a limit or a share ("a limit of 2048", "out of 2000"). After a month ("May 2023", "8 March,
+# 2021") the month already says when.
 _YEAR = re.compile(  # on lowercased text, tried only where a 19xx/20xx number is (`_NUMBER`): most texts hold none
-    rf"\b(?:in|since|by|until|till|during|from|before|after|around|circa|of|through|early|late|mid-?|{_SEASONS})\s+"
+    rf"\b(?:(?:in|since|until|till|during|before|around|circa|through|early|late|{_SEASONS})\s+|(?:mid|early|late)-\s*)"
     r"(?:the\s+)?(?:year\s+)?(?:19|20)\d{2}\b"
-    r"(?![.,]\d|\s*(?:%|ms|s|sec|secs|seconds?|minutes?|hours?|bytes?|kb|mb|gb|tb|px|rows?|items?|requests?|records?"
-    r"|users?|tokens?|lines?|words?|calls?|times?|errors?|points?|dollars?|euros?|steps?|units?)\b)"
+    r"(?![.,]\d|\s*(?:%|ms|s|sec|secs|seconds?|minutes?|hours?|bytes?|kb|mb|gb|tb|px)\b)"
+    r"|\b(?:by|after|from)\s+(?:the\s+)?(?:year\s+)?(?:19|20)\d{2}\b(?=\s*(?:$|[.,;:!?)]|and\b|to\b|until\b|-|–))"
+    rf"|\b(?:{_SEASONS}|{_MONTHS}|may|end|start|beginning|middle|half|quarter)\s+of\s+(?:19|20)\d{{2}}\b"
 )
 _NUMBER = re.compile(r"\b(?:19|20)\d{2}\b")
 
@@ -50,7 +55,7 @@ _TELLS = re.compile(  # on lowercased text; one leading word boundary, so each a
 # The word before it may start a sentence ("In May we moved"), so it is matched in any case; "mid-May" is one word.
 _MAY = re.compile(
     r"\b(?i:in|on|of|since|by|until|till|before|after|during|through|from|early|late|last|next|this)\s+May\b"
-    r"|\b(?i:mid)-?\s*May\b|\bMay,?\s+\d|\b\d{1,2}(?:st|nd|rd|th)?\s+May\b"
+    r"|\b(?i:mid)(?:-|\s+)May\b|\bMay,?\s+\d|\b\d{1,2}(?:st|nd|rd|th)?\s+May\b"
 )
 # A leading stamp in brackets, as chat exports and logs write before every line: it says when the text was written,
 # which the memory's own time already says, not when the thing it tells of happened.
