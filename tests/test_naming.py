@@ -46,6 +46,13 @@ def test_names_in_keeps_a_few_names_in_order_without_repeats() -> None:
         ("where does `Cache.insert` evict?", [("Cache.insert", False)]),
         ("Alternative to `httpx.request()` that streams", [("httpx.request", False)]),
         ("count them the way module_func does", [("module_func", True)]),
+        # a short query looks a name up
+        ("where is `Console` defined?", [("Console", True)]),
+        ("find QueryParams", [("QueryParams", True)]),
+        # dotted words that are not symbols, and a receiver that names no class
+        ("see e.g. the README.md and foo.py", []),
+        ("close it like self.close does when the stream ends", []),
+        ("call self.close_all before exit", [("close_all", True)]),
         # mentions a description makes in passing: a parameter, a method in call form, a type
         ("Default `when` for size-based checks: run only on values with a `size`.", []),
         ("Appends a pipe's own checks, mirroring how `.check()` clones.", []),

@@ -17,6 +17,13 @@ from project_ledger.text.text_signals import identifier_candidates
 MAX_NAMES = 8
 _SEPARATORS = re.compile(r"::|\.|#")
 _BARE = re.compile(r"[A-Za-z_$][\w$]*")
+LOOKUP_WORDS = 4  # a query this short looks a name up ("where is `Console` defined?"); a longer one describes
+_RECEIVER = re.compile(r"^(?:self|this|cls)(?:\.|::)")  # `self.close` names `close`, not every `*.close`
+# Dotted words that are not symbols: abbreviations and file names ("e.g.", "README.md", "foo.py").
+_NOT_A_NAME = re.compile(
+    r"^(?:e\.g|i\.e|etc|vs)$|\.(?:py|pyi|md|rst|txt|json|toml|ya?ml|cfg|ini|lock|js|mjs|cjs|jsx|ts|tsx|rs|go|java|rb|html|css)$",
+    re.IGNORECASE,
+)
 # Words that make a query about tests, in prose or in a name (`test_parse`, `TestClient`, `conftest`).
 TEST_WORDS = frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture", "fixtures", "conftest", "mock", "mocks"})
 
@@ -38,19 +45,24 @@ def names_asked(query: str) -> list[tuple[str, bool]]:
     """The names of `names_in` that `query` asks for, each with whether it is only mentioned in passing.
 
     The whole query read as one name, and a qualified name anywhere (`Console.print`, `Type::method`,
-    `pkg.module.func`) are asked for. A plain name inside a longer query is in passing, and kept only when written
-    snake_case (`count them the way module_func does`): a description mentions a parameter, a type or a helper in
+    `pkg.module.func`) are asked for, and so is any name in a query of at most LOOKUP_WORDS words ("find
+    QueryParams"). A plain name inside a longer query is in passing, and kept only when written snake_case
+    (`count them the way module_func does`): a description mentions a parameter, a type or a helper in
     backticks, call form or CamelCase ("the `size` to check, like `.check()`", "a new QueryParams instance"), and
     putting those first cost docstring-to-symbol MRR@10 0.005 on rich, 0.012 on httpx and 0.053 on zod, and gained
     click 0.007, whose class docstrings name their class (`benchmarks/code_search.py`); without the snake_case ones
     too, rich gained 0.001 more.
     """
     whole = as_one_name(query)
+    lookup = len(query.split()) <= LOOKUP_WORDS
     asked = []
-    for name in names_in(query):
+    for found in names_in(query):
+        if _NOT_A_NAME.search(found):
+            continue
+        name = _RECEIVER.sub("", found)
         qualified = len([part for part in _SEPARATORS.split(name) if part]) > 1  # not `.check`
-        in_passing = name != whole and not qualified
-        if not in_passing or "_" in name.strip("_"):
+        in_passing = found != whole and not qualified
+        if not in_passing or lookup or "_" in name.strip("_"):
             asked.append((name, in_passing))
     return asked
 
