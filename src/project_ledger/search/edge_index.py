@@ -99,7 +99,8 @@ class EdgeIndex:
         that only reports, such as the CLI's `status`, then neither creates, loads, catches up nor flushes one).
 
         The first existing slot that no other process holds and that can tell, as `open_slot` would take it; else,
-        when each of those is held (a running server's) or cannot tell, the one that recorded the highest revision.
+        when each of those is held (a running server's) or cannot tell, the one that recorded the newest epoch and revision
+        (a slot being rebuilt starts its epoch at revision 0, ahead of a stale slot of the epoch before).
         Another process replaces its state file whole, so it reads consistently without its lock. None when no slot
         can tell: none exists, or each state file is unreadable, for another model, written before it recorded its
         point count, or names a shard folder that is gone.
@@ -119,7 +120,7 @@ class EdgeIndex:
             finally:
                 if lock is not None:
                     lock.release()
-        return max(recorded, key=lambda state: state.watermark, default=None)
+        return max(recorded, key=lambda state: (state.epoch, state.watermark), default=None)
 
     def _open(self) -> None:
         if not self._state.load():
