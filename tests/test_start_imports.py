@@ -41,10 +41,11 @@ MODEL = {"fastembed", "onnxruntime", "tokenizers", "huggingface_hub", "numpy"}
 HEAVY = SERVER | MODEL | {"qdrant_client", "rich", "watchdog"}
 
 
-def loaded_by(project: Project, tmp_path: Path, *args: str, stdin: str = "") -> set[str]:
+def loaded_by(project: Project, tmp_path: Path, *args: str, stdin: str = "", script: str = RUNNER) -> set[str]:
+    """The modules `script` (by default the CLI with `args`) had loaded when it finished."""
     out = tmp_path / "modules.json"
     completed = subprocess.run(
-        [sys.executable, "-c", RUNNER, *args],
+        [sys.executable, "-c", script, *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -114,20 +115,8 @@ def test_a_stdio_server_loads_neither_the_model_nor_the_tokenizer_before_it_can_
     """The background start-up loads those once the client says it is initialized. Before that, on a new project (no
     pack cached) and on one with pins and a context file, only the journal is opened: the instructions fit the cap by
     their byte length, so the encoding is not needed to count their tokens."""
-    out = tmp_path / "modules.json"
-
     def loaded() -> set[str]:
-        completed = subprocess.run(
-            [sys.executable, "-c", SERVER_START, str(project.root)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **project.env, "MODULES_OUT": str(out)},
-            cwd=project.root,
-            timeout=120,
-            check=False,
-        )
-        assert completed.returncode == 0, completed.stderr
-        return set(json.loads(out.read_text()))
+        return loaded_by(project, tmp_path, str(project.root), script=SERVER_START)
 
     unwanted = MODEL | {"qdrant_client", "tiktoken", "tree_sitter", "watchdog", "pathspec"}
     first = loaded()
