@@ -8,9 +8,9 @@ looked-up rows become float. The scale is per row, so each output value is the s
 floats as before: the vectors do not change by a single bit. Nor does `without_nan_guards`, which leaves out
 copies the exporter put after each softmax.
 
-The code index's session also gets `integer_matmuls` and `fused_gelus`, which change the vectors a little
-(cosine about 0.995 to the float ones) for less than half the CPU time per text, then `biases_in_products` and
-`without_attention_mask`, which change nothing more.
+The embedder's one session (queries, memories and code symbols) also gets `integer_matmuls` and `fused_gelus`, which
+change the vectors a little (cosine about 0.995 to the float ones) for less than half the CPU time per text, then
+`biases_in_products` and `without_attention_mask`, which change nothing more (one unpadded text a run).
 """
 
 from __future__ import annotations
