@@ -61,6 +61,7 @@ def test_a_tree_without_ignore_files_ignores_nothing(tmp_path: Path) -> None:
         ("cmd/retry_test.go", True),
         ("src/main/java/FooTest.java", True),
         ("conftest.py", True),
+        ("Tests/ParserTests/LexerTests.swift", True),  # folders in any case
         ("src/click/testing.py", False),  # test helpers shipped to users
         ("pkg/latest.py", False),
         ("pkg/contest.py", False),

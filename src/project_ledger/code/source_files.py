@@ -45,7 +45,7 @@ MINIFIED_LINE_CHARS = 500  # an average line this long in the first bytes means 
 def is_test_file(path: str) -> bool:
     """Whether the file at `path` (relative, `/`-separated) holds tests, by the usual names of test folders and files."""
     *folders, file = path.split("/")
-    return any(folder in TEST_DIRS for folder in folders) or bool(_TEST_FILE.search(file.rsplit(".", 1)[0]))
+    return any(folder.lower() in TEST_DIRS for folder in folders) or bool(_TEST_FILE.search(file.rsplit(".", 1)[0]))
 
 
 @dataclass(frozen=True)
