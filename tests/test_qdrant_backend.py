@@ -71,11 +71,11 @@ async def test_the_server_backend_persists_forgets_and_catches_up(tmp_path: Path
         assert [h["id"] for h in await ledger.recall("invoice numbering")] == [keep]
 
 
-@pytest.mark.parametrize(("written_format", "rebuilt"), [(2, False), (1, True)])
+@pytest.mark.parametrize(("written_format", "rebuilt"), [(2, False), (3, False), (1, True)])
 async def test_a_collection_of_an_earlier_format_is_rebuilt_only_when_that_format_changed_it(
     tmp_path: Path, written_format: int, rebuilt: bool
 ) -> None:
-    """Format 3 changed only the embedded shard, so a server collection written under format 2 is kept as it is."""
+    """Formats 3 and 4 changed only the embedded shard, so a server collection written under format 2 or 3 is kept."""
     project = Project(tmp_path / "repo", env={"LEDGER_QDRANT_PATH": str(tmp_path / "qdrant-local")})
     project.root.mkdir()
     async with connect(project) as ledger:

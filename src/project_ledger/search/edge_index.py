@@ -160,9 +160,15 @@ class EdgeIndex:
         # flush (`_persist`), and whatever came after it is applied again from the journal, so a second log only
         # cost memory (its pages stay mapped, 24 MB after catching up 10,000 memories) and writes.
         # Dense vectors `Cold`: paged in as searches read them, not all loaded at open (the default, `Cached`, kept
-        # the whole 32 MB chunk file resident for 15 MB of vectors at 10,000 points). Exact scores either way.
+        # the whole 32 MB chunk file resident for 15 MB of vectors at 10,000 points); Cold or not, the scores are the same.
+        # Stored as float16: half the bytes, mapped twice by the engine (to write and to read), so 15 MB less resident
+        # at 10,000 memories. The vectors come from int8 products; the rounding moved no ranking measured (README).
         config = q.EdgeConfig(
-            vectors={DENSE: q.EdgeVectorParams(size=self._dim, distance=q.Distance.Cosine, memory=q.Memory.Cold)},
+            vectors={
+                DENSE: q.EdgeVectorParams(
+                    size=self._dim, distance=q.Distance.Cosine, memory=q.Memory.Cold, datatype=q.VectorStorageDatatype.Float16
+                )
+            },
             sparse_vectors={SPARSE: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
             wal_enabled=False,
         )

@@ -24,7 +24,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from project_ledger.search.sparse import SparseVec
 
-STATE_FORMAT = 3  # 2: BM25 vectors also hold whole identifiers (`sparse.whole_identifiers`); 3: shards without a WAL
+STATE_FORMAT = 4  # 2: BM25 vectors also hold whole identifiers (`sparse.whole_identifiers`); 3: shards without a WAL;
+# 4: dense vectors stored as float16
 DENSE = "dense"
 SPARSE = "bm25"
 PayloadType = Literal["keyword", "integer", "float"]

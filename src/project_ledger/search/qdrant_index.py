@@ -20,9 +20,9 @@ from project_ledger.file_lock import FileLock
 from project_ledger.search.index import DENSE, SPARSE, Candidates, Hit, Indexable, IndexState, Match, PayloadType
 from project_ledger.search.sparse import SparseVec
 
-# Index state formats a collection keeps: format 3 changed only the embedded shard (no write-ahead log), so a
-# collection written under format 2 holds the same points and is not rebuilt from the journal.
-SAME_ON_A_SERVER = (2,)
+# Index state formats a collection keeps: formats 3 (no write-ahead log) and 4 (float16 vectors) changed only the
+# embedded shard, so a collection written under format 2 or 3 holds the same points and is not rebuilt from the journal.
+SAME_ON_A_SERVER = (2, 3)
 
 _SCHEMA_LOCK = threading.Lock()
 
