@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import struct
 from contextlib import closing
 from pathlib import Path
 
@@ -141,7 +142,8 @@ async def test_forget_also_erases_the_vector_from_the_index_files(project: Proje
         await ledger.remember("Deploy keys rotate every 90 days.")
         gone = await ledger.remember("The legacy admin panel answers on port 9443 with a shared login.")
         await ledger.settled()
-        fingerprint = stored_vector(project, gone)[256:320]  # 16 floats of its dense vector, as stored
+        # 16 values of its dense vector, as the index stores them (float16)
+        fingerprint = struct.pack("<16e", *struct.unpack("<16f", stored_vector(project, gone)[256:320]))
         assert files_containing(project.data_dir / "index", fingerprint), "precondition: the index holds the vector"
 
         await ledger.call("forget", id=gone)
