@@ -8,12 +8,13 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
+Run = TypeVar("Run")
 
 
 def git(*args: str, check: bool = True) -> str:
@@ -57,3 +58,14 @@ def table(
 
 def load() -> float:
     return os.getloadavg()[0]
+
+
+def interleaved(names: Sequence[str], rounds: int, measure: Callable[[str], Run], loads: list[float]) -> dict[str, list[Run]]:
+    """`rounds` runs of each version in `names`, one of each in turn, so that the machine's load falls on all alike;
+    the load average is appended to `loads` after each run."""
+    runs: dict[str, list[Run]] = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            runs[name].append(measure(name))
+            loads.append(load())
+    return runs

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from against import base_sources, git, load, table
+from against import base_sources, git, interleaved, load, table
 from performance import synthetic_journal
 from readme_table import publish
 
@@ -75,11 +75,7 @@ def main() -> None:
         for root in roots.values():
             shutil.copytree(work / "journal", root)
         sources = {base: base_src, head: SRC}
-        runs: dict[str, list[dict[str, float]]] = {base: [], head: []}
-        for _ in range(args.runs):
-            for name in (base, head):
-                runs[name].append(one_run(sources[name], roots[name]))
-                loads.append(load())
+        runs = interleaved((base, head), args.runs, lambda name: one_run(sources[name], roots[name]), loads)
 
     figures = [(f"{key}, median of {args.runs} runs", key) for key in ("p50", "p95")]
     what = f"recall at {args.size:,} memories, in-process, no query embedding"

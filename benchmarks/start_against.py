@@ -24,7 +24,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from against import base_sources, git, load, table
+from against import base_sources, git, interleaved, load, table
 from readme_table import publish
 
 HERE = Path(__file__).resolve().parent
@@ -54,15 +54,11 @@ def main() -> None:
     args = parser.parse_args()
     base, head = git("rev-parse", "--short", args.base), git("rev-parse", "--short", "HEAD")
     loads = [load()]
-    runs: dict[str, list[tuple[float, float]]] = {base: [], head: []}
     with base_sources(base) as base_src:
         sources = {base: base_src, head: SRC}
         for src in sources.values():  # as an installed package is: without this, the first start compiles
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True, capture_output=True)
-        for _ in range(args.runs):
-            for name in (base, head):
-                runs[name].append(anyio.run(cold_start, sources[name]))
-                loads.append(load())
+        runs = interleaved((base, head), args.runs, lambda name: anyio.run(cold_start, sources[name]), loads)
 
     figures = [("`initialize` answered", 0), ("first `recall` answered", 1)]
     what = f"`serve` over stdio, spawned cold, median of {args.runs}"
