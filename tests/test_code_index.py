@@ -43,22 +43,22 @@ async def eventually(check: Any, timeout: float = 20) -> Any:
         return result
 
 
-def journal_rows(journal: Path, query: str) -> list[tuple[Any, ...]]:
-    """What `query` reads from the journal file, as another process would see it."""
+def journal_rows(project: Project, query: str) -> list[tuple[Any, ...]]:
+    """What `query` reads from the project's journal file, as another process would see it."""
     import sqlite3
 
-    db = sqlite3.connect(journal)
+    db = sqlite3.connect(project.data_dir / "journal.sqlite3")
     try:
         return db.execute(query).fetchall()
     finally:
         db.close()
 
 
-def journal_write(journal: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:
-    """Change the journal file as another process (an earlier version) would have, in one transaction."""
+def journal_write(project: Project, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    """Change the project's journal file as another process (an earlier version) would have, in one transaction."""
     import sqlite3
 
-    db = sqlite3.connect(journal)
+    db = sqlite3.connect(project.data_dir / "journal.sqlite3")
     try:
         with db:
             for sql, params in statements:
@@ -547,31 +547,28 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     cli(project, "recall", "which build tool")  # catches the memory index up: the memory gets its vector
     first = cli(project, "index", "--embed", "--json")
     assert first["embedded"] > 0
-    journal = project.data_dir / "journal.sqlite3"
-
-    def rows(query: str) -> list[tuple[Any, ...]]:
-        return journal_rows(journal, query)
-
-    memory_vectors = rows("SELECT seq, model, vector FROM embeddings ORDER BY seq")
+    memory_vectors = journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY seq")
     assert [model for _, model, _ in memory_vectors] == [MEMORY_IDENTITY]
-    code_vectors = rows("SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
+    code_vectors = journal_rows(project, "SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
     assert {model for _, model, _ in code_vectors} == {CODE_IDENTITY}
 
-    journal_write(journal, ("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
+    journal_write(project, ("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
     assert cli(project, "status", "--json")["code"]["pending_vectors"] > 0
     again = cli(project, "index", "--embed", "--json")
     assert again["embedded"] == first["embedded"]
-    renewed = rows(f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{CODE_IDENTITY}' ORDER BY embed_hash")
+    renewed = journal_rows(
+        project, f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{CODE_IDENTITY}' ORDER BY embed_hash"
+    )
     assert [(h, v) for h, _, v in renewed] == [(h, v) for h, _, v in code_vectors]  # the same text, the same vector
-    assert rows("SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors
+    assert journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors
 
-    journal_write(journal, ("UPDATE embeddings SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
+    journal_write(project, ("UPDATE embeddings SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
     assert cli(project, "status", "--json")["index"]["missing_embeddings"] == 1
     found = cli(project, "recall", "which build tool", "--json")["results"]
     assert "make, not ninja" in found[0]["text"]  # found while (or before) its vector is made again
     cli(project, "reindex")
     assert cli(project, "status", "--json")["index"]["missing_embeddings"] == 0
-    stored = rows("SELECT seq, model, vector FROM embeddings ORDER BY model")
+    stored = journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY model")
     assert [(seq, model) for seq, model, _ in stored] == sorted(
         [(memory_vectors[0][0], OFFLINE_IDENTITY), (memory_vectors[0][0], MEMORY_IDENTITY)], key=lambda row: row[1]
     )
@@ -588,28 +585,23 @@ async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_emb
     copy_fixtures(project.root, ("python",))
     first = cli(project, "index", "--embed", "--json")
     assert first["embedded"] > 0
-    journal = project.data_dir / "journal.sqlite3"
-
-    def rows(query: str) -> list[tuple[Any, ...]]:
-        return journal_rows(journal, query)
-
-    hashes = rows("SELECT id, embed_hash FROM code_symbols ORDER BY id")
+    hashes = journal_rows(project, "SELECT id, embed_hash FROM code_symbols ORDER BY id")
     journal_write(  # what an earlier version left: other texts' hashes, each with its vector, and no text version
-        journal,
+        project,
         ("UPDATE code_symbols SET embed_hash = 'old-' || embed_hash", ()),
         ("UPDATE code_vectors SET embed_hash = 'old-' || embed_hash", ()),
         ("DELETE FROM counters WHERE name = 'code_text'", ()),
     )
     assert cli(project, "index", "--embed", "--json")["embedded"] == first["embedded"]
     assert cli(project, "index", "--embed", "--json")["embedded"] == 0
-    assert rows("SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]
-    assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
+    assert journal_rows(project, "SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]
+    assert journal_rows(project, "SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
 
     # a row another version wrote after the re-hash (a server not restarted after the upgrade)
-    journal_write(journal, ("UPDATE code_symbols SET embed_hash = 'other-' || embed_hash WHERE id = ?", (hashes[0][0],)))
+    journal_write(project, ("UPDATE code_symbols SET embed_hash = 'other-' || embed_hash WHERE id = ?", (hashes[0][0],)))
     assert cli(project, "index", "--embed", "--json")["embedded"] == 1  # it takes today's hash with its vector
     assert cli(project, "index", "--embed", "--json")["embedded"] == 0
-    assert rows("SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
+    assert journal_rows(project, "SELECT id, embed_hash FROM code_symbols ORDER BY id") == hashes
     async with connect(project) as ledger:
         await indexed(ledger)
 
