@@ -43,11 +43,11 @@ class SparseEncoder:
 
     def __init__(self, avg_len: float | None = None) -> None:
         """`avg_len`: the document length, in tokens, that BM25's length normalisation takes as usual (the engine's
-        default, 256, when None); shorter documents count each term more."""
+        default, 256, when None), for both tokenizers' terms; shorter documents count each term more."""
         from qdrant_edge import Bm25, Bm25Config, TokenizerType
 
         self._code = Bm25(Bm25Config(tokenizer=TokenizerType.Code, avg_len=avg_len))
-        self._multilingual = Bm25(Bm25Config(tokenizer=TokenizerType.Multilingual))
+        self._multilingual = Bm25(Bm25Config(tokenizer=TokenizerType.Multilingual, avg_len=avg_len))
 
     def _encode(self, text: str, method: str) -> SparseVec:
         if whole := whole_identifiers(text):
