@@ -58,7 +58,7 @@ QUERY_CACHE = 16
 # layer norm in one) runs a scalar loop with a division per value: about a quarter of the session's CPU time on
 # symbol texts. Left as Add + LayerNormalization, the twelve norms cost about a sixth of that, and symbol texts
 # take about 25% fewer CPU seconds. The last bits change (hence "-ln" in the identities); the vectors stay as close
-# to the float session's (mean cosine 0.9948 on rich's symbol texts, either way); code search's MRR@10 moved by
+# to the model's float products (mean cosine 0.9948 on rich's symbol texts, either way); code search's MRR@10 moved by
 # 0.008 at most, up on three trees of four (README, Embedding).
 INTEGER_UNFUSED = ("SkipLayerNormFusion",)
 
@@ -308,7 +308,7 @@ class OnnxEmbedder(_LazyEmbedder):
     its first query vector in about twice the time through it), and its session keeps ONNX Runtime's memory
     arena, which holds on to the largest batch's activations (about 200 MB after a round of code symbols).
     Here the arena is off and freed memory goes back to the system after each call, and the word-embedding
-    table stays int8 (`onnx_edit.gather_before_dequantize`): 156 MB in all against 474 MB after 256 code
+    table stays int8 (`onnx_edit.gather_before_dequantize`): 102 MB in all against 470 MB after 256 code
     symbols (`benchmarks/serve_memory.py`).
     """
 
@@ -334,8 +334,9 @@ class OnnxEmbedder(_LazyEmbedder):
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         model = _bundled_model()
         self._shared = _shared_table(model)
-        model = edit.fused_gelus(edit.integer_matmuls(model))
-        model = edit.biases_in_products(model)  # one edit a line: two copies of the model at most
+        model = edit.integer_matmuls(model)  # one edit a line: two copies of the model at most
+        model = edit.fused_gelus(model)
+        model = edit.biases_in_products(model)
         model = edit.without_attention_mask(model)  # one text a run (INTEGER_BATCH)
         self._session = _session(model, self._shared, INTEGER_UNFUSED)
         self._tokenizer = tokenizer
@@ -349,7 +350,7 @@ class OnnxEmbedder(_LazyEmbedder):
 
     def embed_code(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for code symbols' texts (under CODE_IDENTITY): cut at CODE_MAX_TOKENS and run with integer
-        matrix products and a fused GELU (`onnx_edit`), in less than half the CPU seconds of the float session.
+        matrix products and a fused GELU (`onnx_edit`), in less than half the CPU seconds of the model's float products.
 
         A symbol's text is its kind and name with the words of that name and of its module, signature, docstring
         head and body head, in that order (`code.rows.embed_text`); what lies past 128 tokens is the end of a long
