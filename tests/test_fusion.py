@@ -7,11 +7,11 @@ import pytest
 from project_ledger.search.fusion import (
     blend,
     coverage,
-    demoted,
     fuse,
     lent_coverage,
     positions,
     relevance,
+    shifted,
     with_feedback,
     with_meaning,
     with_neighbours,
@@ -79,10 +79,10 @@ def test_blending_one_list_alone_keeps_its_order() -> None:
     assert fuse(Candidates(dense=[], sparse=[]), BLEND, 10) == []
 
 
-def test_demoted_hits_lose_the_amount_and_fall_behind_only_those_it_brings_them_under() -> None:
+def test_shifted_down_hits_lose_the_amount_and_fall_behind_only_those_it_brings_them_under() -> None:
     hits = [Hit(1, 0.9), Hit(2, 0.85), Hit(3, 0.7), Hit(4, 0.6)]
-    assert demoted(hits, {1}, 0.1) == [Hit(2, 0.85), Hit(1, pytest.approx(0.8)), Hit(3, 0.7), Hit(4, 0.6)]
-    assert demoted(hits, {1, 2}, 0.0) == demoted(hits, set(), 0.1) == hits
+    assert shifted(hits, {1}, -0.1) == [Hit(2, 0.85), Hit(1, pytest.approx(0.8)), Hit(3, 0.7), Hit(4, 0.6)]
+    assert shifted(hits, {1, 2}, 0.0) == shifted(hits, set(), -0.1) == hits
 
 
 def test_equal_scores_rank_in_seq_order_whatever_order_the_engine_returned() -> None:

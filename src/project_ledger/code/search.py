@@ -22,7 +22,7 @@ from project_ledger.code.source_files import is_test_file
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, release_freed_memory, to_bytes
-from project_ledger.search.fusion import coverage, demoted, fuse, relevance
+from project_ledger.search.fusion import coverage, fuse, relevance, shifted
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.sparse import SparseEncoder, SparseVec
 from project_ledger.search.tuning import CODE_BM25_AVG_LEN, CODE_TEST_PENALTY, FusionParams
@@ -222,7 +222,7 @@ class CodeSearch:
         symbols = self._store.symbols_by_ids([hit.seq for hit in ranked])
         if not asks_about_tests(query):
             tests = {seq for seq, symbol in symbols.items() if is_test_file(symbol.path)}
-            ranked = demoted(ranked, tests, CODE_TEST_PENALTY)
+            ranked = shifted(ranked, tests, -CODE_TEST_PENALTY)
         named = self.named_symbols(query, language=language, path=path, ranked=[hit.seq for hit in ranked])[:k]
         pinned = {symbol.id for symbol in named}
         hits = [hit for hit in ranked if hit.seq not in pinned][: k - len(named)]

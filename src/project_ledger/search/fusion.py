@@ -44,8 +44,7 @@ def with_time(candidates: Candidates, timely: set[int], lift: float) -> Candidat
     """
     if not lift or not any(hit.seq in timely for hit in candidates.dense):
         return candidates
-    lifted = [Hit(hit.seq, hit.score + lift) if hit.seq in timely else hit for hit in candidates.dense]
-    return Candidates(dense=_ordered(lifted), sparse=candidates.sparse)
+    return Candidates(dense=shifted(candidates.dense, timely, lift), sparse=candidates.sparse)
 
 
 def with_neighbours(candidates: Candidates, neighbours: Mapping[int, Sequence[int]], share: float) -> Candidates:
@@ -150,11 +149,11 @@ def blend(candidates: Candidates, fusion: FusionParams, limit: int, asked: int |
     )[:limit]
 
 
-def demoted(hits: list[Hit], seqs: set[int], amount: float) -> list[Hit]:
-    """`hits` ranked again with each one in `seqs` scored `amount` lower."""
-    if not amount or not seqs:
+def shifted(hits: list[Hit], seqs: set[int], by: float) -> list[Hit]:
+    """`hits` ranked again with the score of each one in `seqs` moved by `by` (up when positive)."""
+    if not by or not seqs:
         return hits
-    return _ordered([Hit(hit.seq, hit.score - amount) if hit.seq in seqs else hit for hit in hits])
+    return _ordered([Hit(hit.seq, hit.score + by) if hit.seq in seqs else hit for hit in hits])
 
 
 def coverage(query: SparseVec, document: SparseVec) -> float:
