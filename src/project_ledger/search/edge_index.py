@@ -114,9 +114,10 @@ class EdgeIndex:
             try:
                 state = IndexState(slot / "state.json", embedder_identity)
                 if state.load() and state.points >= 0 and (slot / state.shard).is_dir():
+                    found = SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
                     if lock is not None:
-                        return SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points)
-                    recorded.append(SlotState(cls.backend, str(slot), state.epoch, state.watermark, state.points))
+                        return found
+                    recorded.append(found)
             finally:
                 if lock is not None:
                     lock.release()
