@@ -101,8 +101,7 @@ def test_status_leaves_the_data_directory_as_it_found_it(project: Project) -> No
     cli(project, "remember", "Invoices are exported as CSV", "--kind", "decision")
     cli(project, "recall", "invoice export format", "-k", "1")  # the memory slot records its state
     cli(project, "index")  # two symbols without vectors
-    journal = project.data_dir / "journal.sqlite3"
-    assert journal_rows(journal, "SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]  # written now
+    assert journal_rows(project, "SELECT value FROM counters WHERE name = 'code_text'") == [(TEXT_VERSION,)]  # written now
 
     def data_dir() -> dict[str, tuple[int, bytes]]:
         """Each file's mtime and bytes (SQLite's -wal and -shm files come and go with every connection)."""
@@ -116,7 +115,7 @@ def test_status_leaves_the_data_directory_as_it_found_it(project: Project) -> No
     assert cli(project, "index", "--embed", "--json")["embedded"] == 2
     assert cli(project, "status", "--json")["code"]["pending_vectors"] == 0
     journal_write(  # what an earlier version left: other texts' hashes, each with its vector, and no text version
-        journal,
+        project,
         ("UPDATE code_symbols SET embed_hash = 'old-' || embed_hash", ()),
         ("UPDATE code_vectors SET embed_hash = 'old-' || embed_hash", ()),
         ("DELETE FROM counters WHERE name = 'code_text'", ()),
