@@ -170,6 +170,7 @@ class CodeSearch:
     def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every symbol that has no vector yet, now, in this thread (the CLI's way; a server does it in the
         background). `progress(done, total)` follows each batch. Returns how many."""
+        self._current_texts()  # re-hashed once here, not also counted by hashing every text (`pending_vectors`)
         total, done = self.pending_vectors(), 0
         while batch := self.embed_some():
             done += batch

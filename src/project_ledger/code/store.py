@@ -85,6 +85,11 @@ class CodeCounts:
 _SYMBOL_COLUMNS = "id, path, name, qualname, kind, language, start_line, end_line, signature, doc, parent, body_head"
 
 
+def _current_hash(row: sqlite3.Row) -> str:
+    """The embed hash of a stored symbol's text as this version writes it (`TEXT_VERSION`)."""
+    return embed_hash(_symbol(row).embed_text())
+
+
 def _symbol(row: sqlite3.Row) -> StoredSymbol:
     return StoredSymbol(*(row[i] for i in range(12)))
 
@@ -253,7 +258,7 @@ class CodeStore:
             if row is not None and row[0] >= TEXT_VERSION:
                 return 0
             rows = db.execute(f"SELECT {_SYMBOL_COLUMNS}, embed_hash FROM code_symbols").fetchall()
-            hashes = [(embed_hash(_symbol(row).embed_text()), row["id"], row["embed_hash"]) for row in rows]
+            hashes = [(_current_hash(row), row["id"], row["embed_hash"]) for row in rows]
             changed = [(new, symbol_id) for new, symbol_id, old in hashes if new != old]
             db.executemany("UPDATE code_symbols SET embed_hash = ? WHERE id = ?", changed)
             db.execute("UPDATE code_symbols SET rev = ?", (_next_code_rev(db),))  # every row: its BM25 terms may differ too
@@ -321,7 +326,7 @@ class CodeStore:
             )[0][0]
         stored = {row[0] for row in self._read("SELECT embed_hash FROM code_vectors WHERE model = ?", (model,))}
         rows = self._read(f"SELECT {_SYMBOL_COLUMNS} FROM code_symbols")
-        return sum(embed_hash(_symbol(row).embed_text()) not in stored for row in rows)
+        return sum(_current_hash(row) not in stored for row in rows)
 
     def store_vectors(self, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> None:
         """Save vectors by text hash and move the symbols using them to a new revision, so indexes pick them up.
@@ -335,8 +340,8 @@ class CodeStore:
                 db.execute(
                     "INSERT OR REPLACE INTO code_vectors (embed_hash, model, vector) VALUES (?, ?, ?)", (text_hash, model, vector)
                 )
-                db.execute("UPDATE code_symbols SET embed_hash = ?, rev = ? WHERE id = ?", (text_hash, rev, symbol_id))
-                db.execute("UPDATE code_symbols SET rev = ? WHERE embed_hash = ?", (rev, text_hash))
+                db.execute("UPDATE code_symbols SET embed_hash = ? WHERE id = ?", (text_hash, symbol_id))
+                db.execute("UPDATE code_symbols SET rev = ? WHERE embed_hash = ?", (rev, text_hash))  # that row too
 
     # -- queries ---------------------------------------------------------------
 
