@@ -34,8 +34,10 @@ VENDORED_DIRS = frozenset(
     }
 )  # fmt: skip
 SKIPPED_DIRS = TOOL_DIRS | VENDORED_DIRS
-# Where tests live, by convention: folders, and file names (`test_x.py`, `x_test.go`, `x.test.ts`, `XTest.java`).
+# Where tests live, by convention: folders, .NET test projects (`App.Tests`, `App.UnitTests`), and file names
+# (`test_x.py`, `x_test.go`, `x.test.ts`, `XTest.java`).
 TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs"})
+_TEST_PROJECT = re.compile(r"\.(?:[A-Z]\w*)?Tests?$")
 _TEST_FILE = re.compile(r"^(tests?|test_.*|.*_tests?|conftest|.*[a-z0-9]Tests?)$|\.(test|spec)$")
 IGNORE_FILES = (".gitignore", ".ledgerignore")
 SNIFF_BYTES = 8192
@@ -45,7 +47,9 @@ MINIFIED_LINE_CHARS = 500  # an average line this long in the first bytes means 
 def is_test_file(path: str) -> bool:
     """Whether the file at `path` (relative, `/`-separated) holds tests, by the usual names of test folders and files."""
     *folders, file = path.split("/")
-    return any(folder.lower() in TEST_DIRS for folder in folders) or bool(_TEST_FILE.search(file.rsplit(".", 1)[0]))
+    return any(folder.lower() in TEST_DIRS or _TEST_PROJECT.search(folder) for folder in folders) or bool(
+        _TEST_FILE.search(file.rsplit(".", 1)[0])
+    )
 
 
 @dataclass(frozen=True)
