@@ -1,0 +1,86 @@
+"""The floor under a full code index: what tree-sitter alone costs against Universal Ctags on the same files.
+
+    python benchmarks/index_floor.py            # django, Go and Rust trees of code_index.py (about 2 minutes)
+    python benchmarks/index_floor.py --write    # also updates the README's index-floor section
+
+For each tree, on exactly the files `project-ledger index` indexes (`source_files.walk`), in this process on one
+thread, CPU seconds (medians of `--runs`): every file parsed, then parsed and run through its grammar's tags query
+(the matches iterated and nothing done with them), against ctags' CPU seconds on the same files in the same run
+(`code_index.ctags_run`, as its "ctags on the same files"). Reading the captures, the rows, the store and process
+start all come on top of this. Divided by the cores, the ratio is the least a full index's wall time can be against
+ctags' (ctags runs on one core): above the issue's 3× (django) or 4× (Go, Rust) means no handling of the captures
+can reach it while tree-sitter parses and the tags queries match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+from code_index import DJANGO, ctags_run, go_tree, rust_tree, sdist, tree_label
+from project_ledger.code.languages import Grammars
+from project_ledger.code.source_files import IgnoreRules, Skipped, walk
+from project_ledger.config import Settings
+from readme_table import machine, publish
+
+
+def floor(root: Path, runs: int, scratch: Path) -> tuple[int, float, float, float]:
+    """(files, parse CPU s, parse and match CPU s, ctags CPU s) on the files the index takes from `root`."""
+    from tree_sitter import QueryCursor
+
+    grammars = Grammars()
+    files = list(walk(root, IgnoreRules(root), Skipped(), Settings.model_fields["code_max_file_bytes"].default))
+    sources = [((root / f.path).read_bytes(), grammars.get(f.language)) for f in files]
+    parse, match, ctags = [], [], []
+    for _ in range(runs):
+        started = time.process_time()
+        for source, grammar in sources:
+            grammar.parser.parse(source)
+        parse.append(time.process_time() - started)
+        started = time.process_time()
+        for source, grammar in sources:
+            for _match in QueryCursor(grammar.query).matches(grammar.parser.parse(source).root_node):
+                pass
+        match.append(time.process_time() - started)
+        ctags.append(ctags_run(root, scratch / f"{root.name}.tags.json", sorted(f.path for f in files))[1])
+    return len(files), statistics.median(parse), statistics.median(match), statistics.median(ctags)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench", help="downloads and trees")
+    parser.add_argument("--write", action="store_true", help="write the table into README.md")
+    args = parser.parse_args()
+    work = args.work.expanduser().resolve()
+    scratch = work / "floor"
+    scratch.mkdir(parents=True, exist_ok=True)
+    cores = os.cpu_count() or 1
+    trees = [(tree_label(root), root, "3×") for root in [sdist(work, DJANGO)] if root]
+    trees += [(f"Go std ({root.name})", root, "4×") for root in [go_tree(work)] if root]
+    trees += [(f"Rust crates ({root.name})", root, "4×") for root in [rust_tree(work)] if root]
+    load = os.getloadavg()[0]
+    lines = [
+        f"| tree | files | parse, CPU s | parse + tags query, CPU s | ctags, CPU s | parse + query / ctags | the same on {cores} cores "
+        "(least wall-time ratio) | issue's target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, root, target in trees:
+        files, parse, match, ctags = floor(root, args.runs, scratch)
+        lines.append(
+            f"| {label} | {files:,} | {parse:.2f} | {match:.2f} | {ctags:.2f} | {match / ctags:.1f}× | {match / ctags / cores:.1f}× | "
+            f"≤ {target} |"
+        )
+    lines += [
+        "",
+        f"Medians of {args.runs} runs, one thread, measured {time.strftime('%Y-%m-%d')} on {machine()} with "
+        f"`python benchmarks/index_floor.py`; 1-minute load {load:.1f} before, {os.getloadavg()[0]:.1f} after.",
+    ]
+    publish("index-floor", "\n".join(lines), args.write)
+
+
+if __name__ == "__main__":
+    main()
