@@ -186,7 +186,7 @@ def figures(rankings: Sequence[Sequence[int]], items: Sequence[Item]) -> Figures
 def plain_rankings(data: list[dict], seq_of: dict[tuple[str, str], int], items: Sequence[Item]) -> list[list[int]]:
     """Every question's top 20 turns by the data README's plain BM25 (`plain_bm25`), over its conversation's turns
     alone (no captured memories, no gists), as seqs of the stored turns."""
-    searched = {}
+    searched: dict[str, tuple[PlainBm25, list[int]]] = {}
     for conversation in data:
         turns = turns_of(conversation)
         seqs = [seq_of[(conversation["sample_id"], dia_id)] for dia_id, _ in turns]

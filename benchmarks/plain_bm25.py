@@ -5,7 +5,8 @@ README's reference (R@5 0.585, R@10 0.659 on the dev split). Tokens, stop words 
 `Bm25` with the `Word` tokenizer and `language="english"`, so nothing here is a second tokenizer to keep in step;
 document frequencies, `avg_len` and the scores are computed here over the searched documents alone, as a textbook
 BM25 does. The ledger's own BM25 leg differs on purpose (the `Code` tokenizer keeps identifiers whole, no stemming,
-`avg_len` fitted to its memories) and is the "BM25 alone" row beside this one.
+`avg_len` fitted to its memories) and is the "BM25 alone" row beside this one. A query term counts once however
+often the question repeats it (Qdrant's query vector holds each term once).
 """
 
 from __future__ import annotations
@@ -33,17 +34,17 @@ class PlainBm25:
         counting = Bm25(Bm25Config(tokenizer=TokenizerType.Word, language="english", k=K1, b=0.0))
         self._query_model = counting
         self._tf = [
-            {term: weight * K1 / (K1 + 1 - weight) for term, weight in _terms(counting, text).items()} for text in documents
+            {term: round(weight * K1 / (K1 + 1 - weight)) for term, weight in _terms(counting, text).items()} for text in documents
         ]
         lengths = [sum(tf.values()) for tf in self._tf]
-        self._avg_len = sum(lengths) / len(lengths) if lengths else 1.0
+        self._avg_len = sum(lengths) / len(lengths) if any(lengths) else 1.0
         self._lengths = lengths
         frequency = Counter(term for tf in self._tf for term in tf)
         n = len(documents)
         self._idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items()}
 
     def search(self, query: str, depth: int) -> list[int]:
-        terms = set(self._query_model.embed_query(query).indices) & self._idf.keys()
+        terms = self._idf.keys() & set(self._query_model.embed_query(query).indices)
         scores: list[tuple[float, int]] = []
         for position, (tf, length) in enumerate(zip(self._tf, self._lengths, strict=True)):
             norm = K1 * (1 - B + B * length / self._avg_len)

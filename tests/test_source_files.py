@@ -64,8 +64,10 @@ def test_a_tree_without_ignore_files_ignores_nothing(tmp_path: Path) -> None:
         ("Tests/ParserTests/LexerTests.swift", True),  # folders in any case
         ("src/Billing.Tests/Invoices.cs", True),  # .NET test projects
         ("src/Billing.UnitTests/Helpers/Clock.cs", True),
+        ("src/billing.tests/Clock.cs", True),
         ("src/Billing.Testing/Clock.cs", False),
         ("src/Billing.Contests/Entry.cs", False),
+        ("src/App.Latest/Entry.cs", False),
         ("src/click/testing.py", False),  # test helpers shipped to users
         ("pkg/latest.py", False),
         ("pkg/contest.py", False),

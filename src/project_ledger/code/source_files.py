@@ -37,7 +37,7 @@ SKIPPED_DIRS = TOOL_DIRS | VENDORED_DIRS
 # Where tests live, by convention: folders, .NET test projects (`App.Tests`, `App.UnitTests`), and file names
 # (`test_x.py`, `x_test.go`, `x.test.ts`, `XTest.java`).
 TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs"})
-_TEST_PROJECT = re.compile(r"\.(?:[A-Z]\w*)?Tests?$")
+_TEST_PROJECT = re.compile(r"\.(?:(?:[A-Z]\w*)?Tests?|tests?)$")  # App.Tests, App.UnitTests, app.tests
 _TEST_FILE = re.compile(r"^(tests?|test_.*|.*_tests?|conftest|.*[a-z0-9]Tests?)$|\.(test|spec)$")
 IGNORE_FILES = (".gitignore", ".ledgerignore")
 SNIFF_BYTES = 8192
