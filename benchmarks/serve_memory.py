@@ -2,6 +2,7 @@
 
     python benchmarks/serve_memory.py            # 10k memories, rich, django; about 10 minutes
     python benchmarks/serve_memory.py --write    # also updates the README's serve-memory section
+    python benchmarks/serve_memory.py --only memories   # the 10k memories part alone (about a minute)
 
 1. `serve` over stdio (the official MCP client), fresh data dirs, its /proc/PID/smaps read at each step and
    resident pages summed by what they map: anonymous memory (Python objects, SQLite caches, the ONNX Runtime
@@ -192,13 +193,20 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--django-seconds", type=float, default=120)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--only", choices=["memories"], help="run only this part (not with --write: the table needs all)")
     args = parser.parse_args()
-    rich = sdist(args.work, RICH)
-    if rich is None:
+    if args.only and args.write:
+        parser.error("--write updates the whole table: run without --only")
+    rich = sdist(args.work, RICH) if args.only is None else None
+    if rich is None and args.only is None:
         raise SystemExit("the rich sdist is needed (pip download failed)")
     loads = [Path("/proc/loadavg").read_text().split()[0]]
     lines = table(f"{args.memories:,} memories", *asyncio.run(memories_breakdown(args.work, args.memories)))
     log("10k done")
+    if rich is None:  # --only memories
+        loads.append(Path("/proc/loadavg").read_text().split()[0])
+        print("\n".join([*lines, f"Load average {', '.join(loads)} (before, after)."]))
+        return
     lines += table(f"code index of {rich.name}", *asyncio.run(code_breakdown(rich, args.work / "serve-memory-data", None)))
     log("rich done")
     django = sdist(args.work, DJANGO)

@@ -174,6 +174,7 @@ def plan_batches(lengths: Sequence[int], most: int, max_tokens: int) -> list[lis
 
 
 M_ARENA_MAX = -8  # mallopt parameter (glibc's malloc.h)
+MADV_DONTNEED = 4  # madvise advice (Linux's mman-common.h)
 
 
 @functools.cache
@@ -190,6 +191,31 @@ def release_freed_memory() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+def release_mapped_pages(folder: Path) -> None:
+    """Take the pages of files under `folder` that this process maps shared out of its resident memory (Linux).
+
+    The pages stay in the page cache, where whatever reads them again finds them (a minor fault) and which the
+    kernel can reclaim; a dirty page stays dirty there and is written as before. The index engine maps its files:
+    loading a shard makes its payload indexes' files resident whole (a keyword index: 5 MB of mapped file for a few
+    kB of data, even on an empty shard), which nothing reads again but a write's few pages, and written pages stay
+    resident until unmapped (vectors twice: mapped to write and to read). Private mappings are left alone: dropping
+    their pages would drop their changes.
+    """
+    libc = _libc()
+    if libc is None:
+        return
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:  # not Linux
+        return
+    prefix = f"{folder}{os.sep}"
+    for line in maps:
+        fields = line.split(maxsplit=5)  # address, perms, offset, dev, inode, path (which may hold spaces)
+        if len(fields) == 6 and fields[1].endswith("s") and fields[5].startswith(prefix):
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED)
 
 
 def _one_malloc_arena() -> None:

@@ -30,9 +30,10 @@ DENSE = "dense"
 SPARSE = "bm25"
 PayloadType = Literal["keyword", "integer", "float"]
 # The payload fields that get an index: the ones `SearchFilter.conditions` filters on. Each index costs the embedded
-# shard 3-5 MB resident once reopened (it reads its files whole), so a field no search filters on, such as `pinned`,
-# is stored in the payload but not indexed. Flags are stored as 0/1 integers: qdrant-edge's bindings turn a Python
-# bool in a match into an int.
+# shard memory and 3-5 MB of files that loading reads whole (then handed back: `EdgeIndex._open`), so a field no
+# search filters on, such as `pinned`, is stored in the payload but not indexed. Flags are stored as 0/1 integers:
+# qdrant-edge's bindings turn a Python bool in a match into an int; an integer field is matched by value only (the
+# embedded index keeps no range index for it).
 MEMORY_PAYLOAD: dict[str, PayloadType] = {
     "kind": "keyword",
     "tags": "keyword",
