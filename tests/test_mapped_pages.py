@@ -1,4 +1,4 @@
-"""The embedded index hands the pages of its files back (`embedding.release_mapped_pages`): what loading a shard
+"""The embedded index hands the pages of its files back (`process_memory.release_mapped_pages`): what loading a shard
 read whole and never reads again, and what a catch-up wrote, stop counting in the server's resident memory, and
 every point and payload index still answers as before."""
 

@@ -21,9 +21,10 @@ from project_ledger.code.rows import embed_hash
 from project_ledger.code.source_files import is_test_file
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
-from project_ledger.search.embedding import Embedder, from_bytes, release_freed_memory, to_bytes
+from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance, shifted
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
+from project_ledger.search.process_memory import release_freed_memory
 from project_ledger.search.sparse import SparseEncoder, SparseVec
 from project_ledger.search.tuning import CODE_BM25_AVG_LEN, CODE_TEST_PENALTY, FusionParams
 from project_ledger.worker import Opening, RunAgain, Worker

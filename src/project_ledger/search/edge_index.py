@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from project_ledger.file_lock import FileLock
-from project_ledger.search.embedding import release_mapped_pages
 from project_ledger.search.index import (
     DENSE,
     SPARSE,
@@ -33,6 +32,7 @@ from project_ledger.search.index import (
     PayloadType,
     SlotState,
 )
+from project_ledger.search.process_memory import release_mapped_pages
 from project_ledger.search.sparse import SparseVec
 
 MAX_SLOTS = 32
