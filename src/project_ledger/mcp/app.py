@@ -428,6 +428,7 @@ def create_server(
     lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
     lowlevel.add_notification_handler("notifications/initialized", NotificationParams, on_initialized)
     lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
+    app.middleware.append(roots)  # before the guard: a stateless client's calls must not wait for roots
     app.middleware.append(guard)
     register_surface(app, tools)
     return app

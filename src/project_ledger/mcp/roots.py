@@ -4,6 +4,9 @@ After the handshake the server asks the client for its roots, and asks again
 whenever the client says they changed; the first local directory among them
 becomes the project. Tool calls that arrive before that first answer wait for it
 (a few seconds at most), so nothing is stored in a project the client is not in.
+A client on the stateless revision (2026-07-28) makes no handshake and has no
+roots to give (the revision deprecates them): its calls go ahead at once, on the
+working directory's project.
 """
 
 from __future__ import annotations
@@ -13,14 +16,16 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
 import anyio.to_thread
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ClientCapabilities, NotificationParams, RootsCapability
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.project_root import from_client_roots
@@ -59,6 +64,13 @@ class ClientRoots:
         """Wait until the client's first roots answer is in (or it is clear none is coming)."""
         with anyio.move_on_after(WAIT_SECONDS):
             await self._answered.wait()
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: a request on the stateless revision means no `notifications/initialized` will ever start the
+        roots question, so no call waits for its answer (each used to wait `WAIT_SECONDS`)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._answered.set()
+        return await call_next(ctx)
 
     async def on_initialized(self, ctx: ServerRequestContext, _: NotificationParams) -> None:
         if not self.follow:
