@@ -198,15 +198,16 @@ def main() -> None:
     if args.only and args.write:
         parser.error("--write updates the whole table: run without --only")
     rich = sdist(args.work, RICH) if args.only is None else None
-    if rich is None and args.only is None:
+    if args.only is None and rich is None:
         raise SystemExit("the rich sdist is needed (pip download failed)")
     loads = [Path("/proc/loadavg").read_text().split()[0]]
     lines = table(f"{args.memories:,} memories", *asyncio.run(memories_breakdown(args.work, args.memories)))
     log("10k done")
-    if rich is None:  # --only memories
+    if args.only == "memories":
         loads.append(Path("/proc/loadavg").read_text().split()[0])
         print("\n".join([*lines, f"Load average {', '.join(loads)} (before, after)."]))
         return
+    assert rich is not None
     lines += table(f"code index of {rich.name}", *asyncio.run(code_breakdown(rich, args.work / "serve-memory-data", None)))
     log("rich done")
     django = sdist(args.work, DJANGO)

@@ -31,9 +31,10 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from project_ledger.search.tuning import MEMORY_FUSION, FusionParams, RankingParams
 
@@ -129,15 +130,21 @@ SLACK = 0.01  # R@5, R@10 or MRR a corpus may lose and still count as held: abou
 # The baseline every step is held against: the fusion that shipped before neighbour sharing and the feedback search
 # (held against each step's predecessor instead, small losses could add up past SLACK).
 DEFAULT = Setting(locomo.UNSHARED, meaning=True)
+Choice = TypeVar("Choice", bound=Hashable)  # what a tuning script ranks with: a Setting here, a pair in tune_time.py
 
 
 def choose(
-    results: dict[Setting, dict[str, list[list[int]]]], corpora: list[Corpus], subsets: dict[str, Sequence[int]]
-) -> Setting:
-    floor = {c.name: c.score(results[DEFAULT][c.name], subsets[c.name]) for c in corpora}
-    stale = {c.name: c.outdated(results[DEFAULT][c.name], subsets[c.name]) for c in corpora}
+    results: dict[Choice, dict[str, list[list[int]]]],
+    corpora: list[Corpus],
+    subsets: dict[str, Sequence[int]],
+    baseline: Choice,
+) -> Choice:
+    """The key of `results` with the largest R@5 + R@10 + MRR summed over both corpora, among those that keep each
+    corpus's R@5, R@10 and MRR within SLACK of `baseline`'s and put an outdated decision first no more often."""
+    floor = {c.name: c.score(results[baseline][c.name], subsets[c.name]) for c in corpora}
+    stale = {c.name: c.outdated(results[baseline][c.name], subsets[c.name]) for c in corpora}
 
-    def quality(setting: Setting) -> tuple[bool, float]:
+    def quality(setting: Choice) -> tuple[bool, float]:
         scores = {c.name: c.score(results[setting][c.name], subsets[c.name]) for c in corpora}
         holds = all(now >= before - SLACK for name in floor for now, before in zip(scores[name], floor[name], strict=True))
         holds = holds and all(c.outdated(results[setting][c.name], subsets[c.name]) <= stale[c.name] for c in corpora)
@@ -163,7 +170,7 @@ def main() -> None:
     for fold in (0, 1):
         train = {name: h[fold] for name, h in halves.items()}
         test = {name: h[1 - fold] for name, h in halves.items()}
-        chosen = choose(results, corpora, train)
+        chosen = choose(results, corpora, train, DEFAULT)
         cells = []
         for c in corpora:
             before = c.score(results[DEFAULT][c.name], test[c.name])[1]
@@ -171,7 +178,7 @@ def main() -> None:
             cross[c.name].append(after)
             cells.append(f"{before:.3f} → {after:.3f}")
         lines.append(f"| {fold + 1} | {chosen.label()} | " + " | ".join(cells) + " |")
-    final = choose(results, corpora, whole)
+    final = choose(results, corpora, whole, DEFAULT)
     lines += ["", "On all questions (and the own conversation's questions with an outdated decision first):", "",
               "| setting | " + " | ".join(f"{c.name} R@5 / R@10 / MRR" for c in corpora) + " |",
               "|---|" + "---|" * len(corpora)]  # fmt: skip

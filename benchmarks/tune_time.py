@@ -18,12 +18,11 @@ from __future__ import annotations
 import itertools
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import tune_fusion
 from project_ledger.search.tuning import MEMORY_FUSION, RankingParams
-from tune_fusion import Corpus, Setting
+from tune_fusion import Setting
 
 GRID = [
     (0.0, 0.0),
@@ -31,27 +30,6 @@ GRID = [
     *((0.0, b) for b in (0.1, 0.3, 0.5)),
 ]
 OFF = (0.0, 0.0)
-
-
-def choose(
-    results: dict[tuple[float, float], dict[str, list[list[int]]]], corpora: list[Corpus], subsets: dict[str, Sequence[int]]
-) -> tuple[float, float]:
-    def scored(pair: tuple[float, float], c: Corpus) -> tuple[float, float, float]:
-        return c.score(results[pair][c.name], subsets[c.name])
-
-    def quality(pair: tuple[float, float]) -> tuple[bool, float]:
-        holds = all(
-            now >= before - tune_fusion.SLACK
-            for c in corpora
-            for now, before in zip(scored(pair, c), scored(OFF, c), strict=True)
-        )
-        stale = all(
-            c.outdated(results[pair][c.name], subsets[c.name]) <= c.outdated(results[OFF][c.name], subsets[c.name])
-            for c in corpora
-        )
-        return holds and stale, sum(sum(scored(pair, c)) for c in corpora)
-
-    return max(GRID, key=quality)
 
 
 def main() -> None:
@@ -76,13 +54,13 @@ def main() -> None:
     held: dict[str, list[list[int]]] = {c.name: [[] for _ in range(c.size)] for c in corpora}
     for fold in folds:
         train = {c.name: sorted(set(range(c.size)) - set(fold[c.name])) for c in corpora}
-        pair = choose(results, corpora, train)
+        pair = tune_fusion.choose(results, corpora, train, OFF)
         chosen.append(pair)
         for c in corpora:
             for i in fold[c.name]:
                 held[c.name][i] = results[pair][c.name][i]
     everything = {c.name: range(c.size) for c in corpora}
-    final = choose(results, corpora, everything)
+    final = tune_fusion.choose(results, corpora, everything, OFF)
     shipped = (RankingParams().time_lift, RankingParams().time_boost)
     lines = [
         "| ranking | " + " | ".join(f"{c.name} R@5 / R@10 / MRR" for c in corpora) + " |",
