@@ -41,11 +41,17 @@ the detectors on fake secrets and their false positives on real code and prose.
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from project_ledger.text import bounded_scan
+from project_ledger.text.bounded_scan import Budget, ScanTimedOut
+
+log = logging.getLogger(__name__)
 
 _MARKER = "[REDACTED:{}]"
 _MARKER_START = "[REDACTED:"
@@ -55,6 +61,7 @@ _MARKER_START = "[REDACTED:"
 class Redacted:
     text: str
     found: dict[str, int]  # type -> how many were replaced, in order of first appearance
+    cut_short: tuple[str, ...] = ()  # types whose scan ran out of time and were redacted around their hints instead
 
     @property
     def count(self) -> int:
@@ -64,7 +71,7 @@ class Redacted:
 @dataclass(frozen=True)
 class _Detector:
     kind: str
-    pattern: re.Pattern[str]
+    pattern: bounded_scan.Pattern
     hints: tuple[str, ...]  # the pattern runs only when one of these is in the text (cheap pre-check)
     group: str | int = 0  # the part of the match that is the secret
     accept: Callable[[re.Match[str]], bool] | None = None
@@ -101,12 +108,15 @@ def _entropy(value: str) -> float:
 # most of them pronounceable words.
 _PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _VOWEL = re.compile(r"[aeiouAEIOU]")
+# Only used whole (`fullmatch`); the lookbehind lets a search enter a run of letters at its start only.
 _IDENTIFIER_LIKE = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?:"
     r"[a-z]+[0-9]*(?:[_.\-](?:[a-z]+[0-9]*|[0-9]+))+"  # snake, kebab, dotted: my_app_v2, api-key-1
     r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # SCREAMING_SNAKE
     r"|[a-z]+(?:[A-Z][a-z]+[0-9]*)+"  # camelCase
     r"|(?:[A-Z][a-z]+[0-9]*)+"  # PascalCase
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID: an id, not a credential
+    r")"
 )
 
 
@@ -136,25 +146,28 @@ def _looks_random(value: str, *, password: bool) -> bool:
     return len(pieces) >= 0.25 * n and in_words < 0.75 * n
 
 
-_PEM_LABEL = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"
+_PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
 _LINE_BREAK = r"[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*"  # a real line break, or an escaped one inside a JSON or YAML string
-_LINE_END = r"(?=[ \t]*(?:[\r\n\\\"'`]|-----|$))"
+# One or more line breaks, taken whole: blank lines leave no choice of where one break's spaces end and the next's begin.
+_LINE_BREAKS = r"(?:[ \t]*+(?:\r?\n|(?:\\r)?\\n))++[ \t]*+"
+_LINE_END = r"(?=[ \t]*+(?:[\r\n\\\"'`]|-----|$))"
 # A line of base64 shorter than a full one ends the block, so a truncated key followed by prose ("Thanks") stops there.
-_PRIVATE_KEY = re.compile(
+# Runs of key characters are possessive: what follows each one can never be a key character.
+_PRIVATE_KEY = bounded_scan.compile(
     rf"-----BEGIN {_PEM_LABEL}-----"
     r"(?:"
-    rf"(?:{_LINE_BREAK})+"
-    r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset): [^\r\n\\]*"  # PEM and PGP armour headers
-    rf"|[A-Za-z0-9+/]{{40,}}={{0,2}}{_LINE_END}"  # a full line of base64 (64 wide in PEM, 70 or 76 elsewhere)
-    rf"|[A-Za-z0-9+/]*={{1,2}}{_LINE_END}|=[A-Za-z0-9+/]{{4}}{_LINE_END}"  # the padded last line; the PGP checksum
-    rf"|[A-Za-z0-9+/]+(?=(?:{_LINE_BREAK})?-----END))"  # a short last line
-    r"|[ \t]+(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]+={0,2}(?=[ \t]*-----END))"  # line breaks lost in a paste
+    rf"{_LINE_BREAKS}"
+    r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset): [^\r\n\\]*+"  # PEM and PGP armour headers
+    rf"|[A-Za-z0-9+/]{{40,}}+={{0,2}}+{_LINE_END}"  # a full line of base64 (64 wide in PEM, 70 or 76 elsewhere)
+    rf"|[A-Za-z0-9+/]*+={{1,2}}+{_LINE_END}|=[A-Za-z0-9+/]{{4}}{_LINE_END}"  # the padded last line; the PGP checksum
+    rf"|[A-Za-z0-9+/]++(?=(?:{_LINE_BREAK})?-----END))"  # a short last line
+    r"|[ \t]++(?:[A-Za-z0-9+/]{16,}+={0,2}+|[A-Za-z0-9+/]++={0,2}+(?=[ \t]*+-----END))"  # line breaks lost in a paste
     r")*+"
-    rf"(?:(?:{_LINE_BREAK}|[ \t]*)-----END {_PEM_LABEL}-----)?"
+    rf"(?:(?:{_LINE_BREAK}|[ \t]*+)-----END {_PEM_LABEL}-----)?"
 )
 _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{32}")
 
-_URL_PASSWORD = re.compile(r"://(?<=[A-Za-z0-9]://)(?P<user>[^\s:/?#@\[\]\"'`<>]*):(?P<pw>[^\s:/?#@\"'`<>]+)@")
+_URL_PASSWORD = bounded_scan.compile(r"://(?<=[A-Za-z0-9]://)(?P<user>[^\s:/?#@\[\]\"'`<>]{0,256}+):(?P<pw>[^\s:/?#@\"'`<>]{1,256}+)@")
 
 
 def _real_url_password(m: re.Match[str]) -> bool:
@@ -164,26 +177,26 @@ def _real_url_password(m: re.Match[str]) -> bool:
     return _not_placeholder(pw) and set(pw) != {"x"}
 
 
-_AUTH_HEADER = re.compile(
-    r"\bAuthorization[\"']?[ \t]*[:=,][ \t]*[\"']?(?:Bearer|Basic|Token|bearer|basic|token)[ \t]+"
+_AUTH_HEADER = bounded_scan.compile(
+    r"\bAuthorization[\"']?[ \t]{0,16}[:=,][ \t]{0,16}[\"']?(?:Bearer|Basic|Token|bearer|basic|token)[ \t]+"
     r"(?P<value>[A-Za-z0-9._~+/\-]{16,1024}=*)(?![A-Za-z0-9._~+/\-=])"
 )
 
 # Names whose value may be a secret: `db_password`, `clientSecret`, `X-Api-Key`, `GITHUB_TOKEN`, `STRIPE_KEY`.
-_SECRET_NAME = re.compile(
-    r"(?P<pw>passw(?:or)?d|passphrase|pwd|secret)"
+_SECRET_NAME = bounded_scan.compile(
+    r"(?i)(?P<pw>passw(?:or)?d|passphrase|pwd|secret)"
     r"|token|credential|api[_\-]?key|apikey|(?:access|private|auth|signing|encryption|master|account|service|client|db|database)[_\-]?key"
-    r"|(?P<generic>(?-i:(?<=[A-Z0-9])_KEY(?![A-Za-z])))",
-    re.I,
+    r"|(?P<generic>(?-i:(?<=[A-Z0-9])_KEY(?![A-Za-z])))"
 )
 # Every name that can match _SECRET_NAME holds one of these, lower-cased; `str.find` locates them far faster than a regex.
 _NAME_FRAGMENTS = ("pass", "pwd", "secret", "token", "credential", "key")
 MAX_NAME = 128  # a longer run of name characters is data, not a name
-_NAME_TAIL = re.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
-_VALUE = re.compile(
-    r"[\"'`\]]{0,2}[ \t]*"  # the end of a quoted key or a subscript: "password": or ['password'] =
-    r"(?::[ \t]*[A-Za-z_][\w.\[\], |]*?[ \t]*(?==))?"  # a type annotation: api_key: str = ...
-    r"(?::=|=>|={1,3}|:|(?<=[ \t])(?:is|was)(?:[ \t]*:)?(?=[ \t]))[ \t]*"  # ... or in prose: "the password is <value>"
+_NAME_TAIL = bounded_scan.compile(rf"[\w.\-]{{0,{MAX_NAME}}}")
+MAX_GAP = 32  # spaces between a name, its separator and its value
+_VALUE = bounded_scan.compile(
+    rf"[\"'`\]]{{0,2}}[ \t]{{0,{MAX_GAP}}}+"  # the end of a quoted key or a subscript: "password": or ['password'] =
+    rf"(?::[ \t]{{0,{MAX_GAP}}}+[A-Za-z_][\w.\[\], |]{{0,{MAX_NAME}}}?[ \t]{{0,{MAX_GAP}}}+(?==))?"  # a type annotation: api_key: str = ...
+    rf"(?::=|=>|={{1,3}}|:|(?<=[ \t])(?:is|was)(?:[ \t]{{0,{MAX_GAP}}}+:)?(?=[ \t]))[ \t]{{0,{MAX_GAP}}}+"  # ... or in prose: "the password is <value>"
     r"(?:[bBrRuU@]{0,2}(?P<q>[\"'`])(?P<quoted>[^\"'`\s\\]{1,4096})(?P=q)"  # a quoted value ...
     r"|(?P<bare>(?:[^\s\"'`,;&()\[\]{}<>]|&(?!\w+=)){1,4096}+)(?P<after>[(\[]?))"  # ... or a bare one (env files, prose, a URL query)
 )
@@ -200,7 +213,7 @@ _NOT_SECRET_NAME_ENDS = frozenset(
 )
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SEPARATOR = re.compile(r"[_.\-]+")
-_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_DOTTED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+")  # used whole, as _IDENTIFIER_LIKE
 
 
 def _fragment_positions(text: str) -> list[int]:
@@ -217,19 +230,32 @@ def _fragment_positions(text: str) -> list[int]:
     return sorted(positions)
 
 
-def _secret_assignments(text: str) -> Iterator[tuple[int, int]]:
+class _Overread(Exception):
+    """Names run together (`key=key=key=...`) made each value read most of the text again."""
+
+
+# Values may overlap (`config=password=...` holds a value inside a value), but on average no character of a
+# text is read as part of more than this many values: the scan stays linear in the text's length.
+MAX_READS_PER_CHARACTER = 8
+
+
+def _secret_assignments(text: str, budget: Budget) -> Iterator[tuple[int, int]]:
     done = 0  # the end of the last name looked at, or of the last secret found
+    allowance = MAX_READS_PER_CHARACTER * len(text)
     for position in _fragment_positions(text):
         if position < done:
             continue
-        end = done = _NAME_TAIL.match(text, position).end()
-        if (m := _VALUE.match(text, end)) is None:
+        end = done = bounded_scan.match(_NAME_TAIL, text, budget, position).end()  # type: ignore[union-attr]  # {0,n} always matches
+        if (m := bounded_scan.match(_VALUE, text, budget, end)) is None:
             continue
+        allowance -= m.end() - end
+        if allowance < 0:
+            raise _Overread
         start = position
         while start > 0 and end - start < MAX_NAME and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
             start -= 1
         name = text[start:end]
-        keywords = list(_SECRET_NAME.finditer(name))
+        keywords = list(bounded_scan.finditer(_SECRET_NAME, name, budget))
         if not keywords:
             continue
         group = "quoted" if m["quoted"] is not None else "bare"
@@ -250,55 +276,55 @@ def _secret_assignments(text: str) -> Iterator[tuple[int, int]]:
 
 # Checked in this order; a later detector's match that overlaps an earlier one's is dropped, so
 # `password = "ghp_..."` counts as a github_token, not a secret_assignment. The token patterns are
-# ASCII-only (re.A), so that `\b` ends a token before "ü" or "—" as it does before a space.
+# ASCII-only (`(?a)`), so that `\b` ends a token before "ü" or "—" as it does before a space.
 _DETECTORS: tuple[_Detector, ...] = (
     _Detector("private_key", _PRIVATE_KEY, ("PRIVATE KEY",), accept=lambda m: _KEY_MATERIAL.search(m[0]) is not None),
-    _Detector("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}={0,2}\.eyJ[A-Za-z0-9_\-]{10,}={0,2}\.[A-Za-z0-9_\-]*=*", re.A), ("eyJ",)),
+    _Detector("jwt", bounded_scan.compile(r"(?a)(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{10,}+={0,2}\.eyJ[A-Za-z0-9_\-]{10,}+={0,2}\.[A-Za-z0-9_\-]*+=*"), ("eyJ",)),
     _Detector(
         "aws_access_key",
-        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b", re.A),
+        bounded_scan.compile(r"(?a)\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
         accept=_group_not_placeholder(0),
     ),
     _Detector(
         "github_token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{60,244})\b", re.A),
+        bounded_scan.compile(r"(?a)\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{60,244})\b"),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         accept=_group_not_placeholder(0),
     ),
     _Detector(
         "slack_webhook",
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>T[A-Z0-9]+/[A-Z0-9]+/[A-Za-z0-9]{8,})"),
+        bounded_scan.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>T[A-Z0-9]{1,32}+/[A-Z0-9]{1,32}+/[A-Za-z0-9]{8,}+)"),
         ("hooks.slack.com",),
         group="path",
         accept=lambda m: _not_placeholder(m["path"]) and "/B00000000/" not in m["path"],
     ),
     _Detector(
         "slack_token",
-        re.compile(r"\b(?:xox[abposre](?:\.xox[bp])?|xapp)-[0-9]+-[A-Za-z0-9\-]{8,}", re.A),
+        bounded_scan.compile(r"(?a)\b(?:xox[abposre](?:\.xox[bp])?|xapp)-[0-9]{1,32}+-[A-Za-z0-9\-]{8,256}"),
         ("xox", "xapp-"),
         accept=_group_not_placeholder(0),
     ),
     _Detector(
         "anthropic_key",
-        re.compile(r"\bsk-ant-[a-z]+[0-9]{0,3}-[A-Za-z0-9_\-]{32,256}(?![A-Za-z0-9_\-])", re.A),
+        bounded_scan.compile(r"(?a)\bsk-ant-[a-z]{1,32}+[0-9]{0,3}-[A-Za-z0-9_\-]{32,256}(?![A-Za-z0-9_\-])"),
         ("sk-ant-",),
         accept=_group_not_placeholder(0),
     ),
     _Detector(
         "openai_key",
-        re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{32,256})(?![A-Za-z0-9_\-])", re.A),
+        bounded_scan.compile(r"(?a)\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{32,256})(?![A-Za-z0-9_\-])"),
         ("sk-",),
         accept=lambda m: _not_placeholder(m[0]) and _looks_random(m["body"], password=False),
     ),
     _Detector(
         "stripe_key",
-        re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}\b", re.A),
+        bounded_scan.compile(r"(?a)\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}\b"),
         ("_live_", "_test_"),
         accept=_group_not_placeholder(0),
     ),
     _Detector(
-        "google_api_key", re.compile(r"\bAIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])", re.A), ("AIza",), accept=_group_not_placeholder(0)
+        "google_api_key", bounded_scan.compile(r"(?a)\bAIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])"), ("AIza",), accept=_group_not_placeholder(0)
     ),
     _Detector("url_password", _URL_PASSWORD, ("://",), group="pw", accept=_real_url_password),
     _Detector(
@@ -330,26 +356,108 @@ def may_hold_secret(text: str) -> bool:
     return _ANY_HINT.search(text) is not None or _ANY_FRAGMENT.search(text.lower()) is not None
 
 
-def redact(text: str) -> Redacted:
-    """Replace every secret in `text` with `[REDACTED:<type>]`; text without one is returned as it is."""
+def _around_hints(text: str, hints: tuple[str, ...], kind: str) -> Iterator[tuple[int, int]]:
+    """What a detector whose scan ran out of time redacts instead: for a private key, from its BEGIN line to its
+    END line (or the end of the text); for anything else, the run of non-space characters around each hint."""
+    for hint in hints:
+        position = text.find(hint)
+        while position != -1:
+            start, end = position, position + len(hint)
+            if kind == "private_key":
+                begin = text.rfind("-----BEGIN", max(0, start - 64), start)
+                start = start if begin == -1 else begin
+                close = text.find("-----END", end)
+                tail = -1 if close == -1 else text.find("-----", close + len("-----END"))
+                end = len(text) if tail == -1 else tail + len("-----")
+            while start > 0 and not text[start - 1].isspace():
+                start -= 1
+            while end < len(text) and not text[end].isspace():
+                end += 1
+            yield start, end
+            position = text.find(hint, end)
+
+
+def _secret_words_to_line_ends(text: str) -> Iterator[tuple[int, int]]:
+    """The stand-in for `_secret_assignments` when its scan was cut short: each name holding a secret-sounding
+    word (`db_password`), and the rest of its line."""
+    for position in _fragment_positions(text):
+        start = position
+        while start > 0 and position - start < MAX_NAME and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+            start -= 1
+        end = text.find("\n", position)
+        yield start, len(text) if end == -1 else end
+
+
+def redact(text: str, seconds: float = bounded_scan.SCAN_SECONDS) -> Redacted:
+    """Replace every secret in `text` with `[REDACTED:<type>]`; text without one is returned as it is.
+
+    The scans share `seconds`; a detector that runs out of them redacts around its hints instead (see
+    `_around_hints`), which may hide more than the secret but never less."""
     if not may_hold_secret(text):
         return Redacted(text, {})
+    budget = Budget(seconds)
     spans: list[tuple[int, int, str]] = []
+    cut_short: list[str] = []
     for detector in _DETECTORS:
-        if any(hint in text for hint in detector.hints):
-            for m in detector.pattern.finditer(text):
-                if detector.accept is None or detector.accept(m):
-                    _add(spans, *m.span(detector.group), detector.kind)
-    for start, end in _secret_assignments(text):
+        hints = tuple(hint for hint in detector.hints if hint in text)
+        if not hints:
+            continue
+        try:
+            found = [
+                m.span(detector.group)
+                for m in bounded_scan.finditer(detector.pattern, text, budget)
+                if detector.accept is None or detector.accept(m)
+            ]
+        except ScanTimedOut:
+            cut_short.append(detector.kind)
+            found = list(_around_hints(text, hints, detector.kind))
+        for start, end in found:
+            _add(spans, start, end, detector.kind)
+    try:
+        assignments = list(_secret_assignments(text, budget))
+    except (ScanTimedOut, _Overread):
+        cut_short.append("secret_assignment")
+        assignments = list(_secret_words_to_line_ends(text))
+    for start, end in assignments:
         _add(spans, start, end, "secret_assignment")
+    if cut_short:
+        log.warning(
+            "the secret scan of a %d-character text was cut short, by its %.1f s budget or its read limit (%s); "
+            "redacted conservatively around what those detectors look for", len(text), seconds, ", ".join(cut_short),
+        )  # fmt: skip
     if not spans:
         return Redacted(text, {})
     parts: list[str] = []
-    found: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
     position = 0
     for start, end, kind in spans:
         parts += (text[position:start], _MARKER.format(kind))
-        found[kind] += 1
+        counts[kind] += 1
         position = end
     parts.append(text[position:])
-    return Redacted("".join(parts), dict(found))
+    return Redacted("".join(parts), dict(counts), tuple(cut_short))
+
+
+class Scrubber:
+    """Redacts each field of one record (its text, tags, session, paths...) and adds up what it replaced."""
+
+    def __init__(self) -> None:
+        self.found: Counter[str] = Counter()
+        self.cut_short = False
+
+    @property
+    def count(self) -> int:
+        return sum(self.found.values())
+
+    def __call__(self, text: str) -> str:
+        redacted = redact(text)
+        self.found.update(redacted.found)
+        self.cut_short = self.cut_short or bool(redacted.cut_short)
+        return redacted.text
+
+    def each(self, values: list[str]) -> list[str]:
+        """Every value redacted; two that become the same marker are kept once."""
+        return list(dict.fromkeys(self(value) for value in values))
+
+    def optional(self, value: str | None) -> str | None:
+        return None if value is None else self(value)
