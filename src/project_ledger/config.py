@@ -24,6 +24,7 @@ from project_ledger.search.tuning import RankingParams
 
 # What Qdrant accepts in a collection name and a shell or URL needs no quoting for.
 COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
 IndexKind = Literal["memories", "code"]
 ENV_PREFIX = "LEDGER_"
 # Options read from other variables than LEDGER_<NAME>, the first one set winning.
@@ -257,7 +258,7 @@ class ProjectPaths:
         The id, not the path, tells projects apart: two machines may check out
         different projects at the same path and share one Qdrant server.
         """
-        slug = re.sub(r"[^a-z0-9]+", "-", self.root.name.lower()).strip("-")[:40] or "project"
+        slug = _NOT_SLUG.sub("-", self.root.name.lower()).strip("-")[:40] or "project"
         return f"{prefix}-{slug}-{journal_id}"
 
 

@@ -31,9 +31,8 @@ if TYPE_CHECKING:
 
 def claude_transcripts(root: Path) -> Path:
     """Where Claude Code keeps a project's session transcripts: its path with every other character made `-`."""
-    import re
-
-    return Path.home() / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9-]", "-", str(root))
+    folder = "".join(c if (c.isascii() and c.isalnum()) or c == "-" else "-" for c in str(root))
+    return Path.home() / ".claude" / "projects" / folder
 
 
 def hook_settings(data_dir: Path | None) -> Settings:

@@ -41,9 +41,9 @@ WRAPPERS = {
 }
 # Comment lines that are only decoration, and the markers that open or close a comment.
 _COMMENT_MARKERS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|//!|#+|--+\[*=*\[*|\]=*\])?\s?")
-_COMMENT_TAIL = re.compile(r"\s*\*/\s*$")
 # Whatever can open a comment in a supported language (#, //, /*, --, Ruby's =begin); a header without any of
 # these has no comment child, so its signature is simply the text up to the body.
+_QUOTES = ('"""', "'''", '"', "'")  # a string literal's delimiters, longest first
 _COMMENT_START = re.compile(rb"[#/]|--|=begin")
 ATTRIBUTES = {"attribute_item"}  # Rust `#[derive(...)]` between a doc comment and its item
 BODY_NODES = {"class_body", "function_body", "enum_class_body"}
@@ -140,15 +140,21 @@ def _body_head(node: Any, source: bytes) -> str:
     return " ".join(kept)[:BODY_HEAD_CHARS]
 
 
+def _without_comment_close(line: str) -> str:
+    stripped = line.rstrip()
+    return stripped[:-2].rstrip() if stripped.endswith("*/") else line
+
+
 def _clean_comment(text: str) -> str:
-    lines = [_COMMENT_MARKERS.sub("", _COMMENT_TAIL.sub("", line), count=1).rstrip() for line in text.splitlines()]
+    lines = [_COMMENT_MARKERS.sub("", _without_comment_close(line), count=1).rstrip() for line in text.splitlines()]
     return "\n".join(line for line in lines).strip()
 
 
 def _clean_string(text: str) -> str:
     """A docstring literal's contents: quotes and prefixes off, indentation evened."""
-    match = re.match(r'^[rRuUbBfF]*("""|\'\'\'|"|\')(.*)\1$', text, re.DOTALL)
-    body = match.group(2) if match else text
+    unprefixed = text.lstrip("rRuUbBfF")
+    quote = next((q for q in _QUOTES if len(unprefixed) >= 2 * len(q) and unprefixed.startswith(q) and unprefixed.endswith(q)), "")
+    body = unprefixed[len(quote) : -len(quote)] if quote else text
     lines = body.strip("\n").splitlines()
     indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
     cut = min(indents, default=0)

@@ -27,7 +27,8 @@ Writer = Callable[[str, str, int], str]
 PROMPT_OVERHEAD = 80  # tokens of instructions around the lines of one request
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*")
-_LINE = re.compile(r"^\s*[-*]?\s*(?P<section>[A-Za-z ]+?)\s*[:|]\s*(?P<text>.+?)\s*\[(?P<ids>[^\[\]]+)\]\s*$")
+# A bullet's section label: `- Decision: ...` or `Decision | ...`; its text and `[ids]` are cut out of the rest.
+_SECTION = re.compile(r"(?<![ \t])[ \t]*+(?:[-*][ \t]*+)?(?P<section>[A-Za-z][A-Za-z ]{0,40}?)[ \t]*+[:|]")
 _ALIASES: dict[str, Section] = {
     **{name: name for name in SECTIONS},
     "decision": "decisions",
@@ -106,14 +107,25 @@ def parse(text: str) -> tuple[list[tuple[Section, str, tuple[str, ...]]], int]:
     for line in text.splitlines():
         if not line.strip():
             continue
-        match = _LINE.match(line)
-        section = _ALIASES.get(match.group("section").strip().lower()) if match else None
-        if match is None or section is None:
+        parsed = _bullet(line)
+        section = _ALIASES.get(parsed[0].strip().lower()) if parsed else None
+        if parsed is None or section is None:
             malformed += 1
             continue
-        ids = tuple(part.strip().strip("`") for part in match.group("ids").split(",") if part.strip())
-        bullets.append((section, match.group("text").strip(), ids))
+        bullets.append((section, parsed[1], parsed[2]))
     return bullets, malformed
+
+
+def _bullet(line: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """`- Section: text [id, id]` as (section, text, ids), or None when the line is not in that shape."""
+    head = _SECTION.match(line)
+    rest = line[head.end() :].rstrip() if head else ""
+    opening = rest.rfind("[")
+    if not rest.endswith("]") or opening == -1 or "]" in rest[opening:-1]:
+        return None
+    text, cited = rest[:opening].strip(), rest[opening + 1 : -1]
+    ids = tuple(part.strip().strip("`") for part in cited.split(",") if part.strip())
+    return (head.group("section"), text, ids) if head and text and cited.strip() else None
 
 
 def validate(

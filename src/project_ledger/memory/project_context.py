@@ -35,7 +35,7 @@ _EXAMPLE_PROMPT = (
 )
 _PROMPTS = frozenset(" ".join(text.split()) for text in (*DRAFT_PROMPTS.values(), _EXAMPLE_PROMPT))
 # A value still to be filled in: `- Run locally: \`...\``, `- \`src/\`: ...`, `- Tests: \`...\` (none detected)`, `- Languages: none detected`.
-_EMPTY_VALUE = re.compile(r"^(?:[-*+]\s+)?(?:[^:]*:\s*)?(?:`\.\.\.`|\.\.\.|none detected)(?:\s*\(none detected\))?$")
+_EMPTY_VALUE = re.compile(r"^(?:[-*+]\s++)?(?:[^:]*+:\s*+)?(?:`\.\.\.`|\.\.\.|none detected)(?:\s*+\(none detected\))?$")
 
 
 def missing_context_text(path: Path) -> str:

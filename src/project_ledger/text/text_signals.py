@@ -53,17 +53,19 @@ def content_words(text: str) -> frozenset[str]:
 
 def identifier_candidates(text: str) -> list[str]:
     """Words of `text` that look like code identifiers, in order of appearance, without repeats."""
-    found: list[str] = []
-    for word in [*_BACKTICKED.findall(text), *(m.group(0) for m in _IDENTIFIER.finditer(text))]:
+    found: dict[str, None] = {}
+    backticked = _BACKTICKED.findall(text)
+    quoted = set(backticked)  # a set, not a search of the text per word: linear in the text's length
+    for word in [*backticked, *(m.group(0) for m in _IDENTIFIER.finditer(text))]:
         core = word.removesuffix("()")
-        backticked = f"`{word}`" in text
-        if backticked or word.endswith("()") or "_" in core.strip("_") or _CAMEL.search(core) or "::" in core or "#" in core:
-            if core not in found:
-                found.append(core)
-        elif "." in core and all(part for part in core.split(".")):  # Type.method, module.func
-            if core not in found:
-                found.append(core)
-    return found[:MAX_IDENTIFIER_CANDIDATES]
+        if (
+            word in quoted or word.endswith("()") or "_" in core.strip("_") or _CAMEL.search(core) or "::" in core or "#" in core
+            or ("." in core and all(part for part in core.split(".")))  # Type.method, module.func
+        ):  # fmt: skip
+            found[core] = None
+            if len(found) == MAX_IDENTIFIER_CANDIDATES:
+                break
+    return list(found)
 
 
 # A token as written in code, tickets and logs: word characters joined by . - / : # (OPS-94093, v5.31.272,
