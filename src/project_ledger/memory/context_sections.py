@@ -24,7 +24,7 @@ from pathlib import Path
 from project_ledger.memory.context_pack import PackItem, PackSection
 from project_ledger.memory.project_context import filled_blocks, missing_context_text, unedited_context_text
 from project_ledger.models import CodeHit, Memory, RecallHit
-from project_ledger.text.injection import defang
+from project_ledger.text.injection import attribute, defang
 
 MAX_QUERY_ECHO = 200  # characters of the question repeated in the pack
 
@@ -43,8 +43,7 @@ def _attributes(pairs: Sequence[tuple[str, object]]) -> str:
     for key, value in pairs:
         if value is None or value == "" or value == [] or value is False:
             continue
-        text = ",".join(value) if isinstance(value, list) else str(value)
-        rendered.append(key if value is True else f'{key}="{text}"' if any(c in text for c in ' "') else f"{key}={text}")
+        rendered.append(key if value is True else attribute(key, ",".join(value) if isinstance(value, list) else str(value)))
     return " ".join(rendered)
 
 
@@ -86,8 +85,9 @@ def render_hit(hit: RecallHit) -> str:
 
 def render_symbol_line(symbol: CodeHit) -> str:
     doc = symbol.doc.split("\n\n", 1)[0].replace("\n", " ")[:200]
-    label = f"<code path={symbol.path}:{symbol.start_line}-{symbol.end_line} kind={symbol.kind} name={symbol.qualname}>"
-    return f"{label} {symbol.signature}" + (f" — {doc}" if doc else "")
+    place = attribute("path", f"{symbol.path}:{symbol.start_line}-{symbol.end_line}")
+    label = f"<code {place} {attribute('kind', symbol.kind)} {attribute('name', symbol.qualname)}>"
+    return f"{label} {defang(symbol.signature)}" + (f" — {defang(doc)}" if doc else "")
 
 
 def stable_sections(context: str | None, context_path: Path, pinned: Sequence[Memory]) -> list[PackSection]:

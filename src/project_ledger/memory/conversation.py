@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.models import RecallHit
 from project_ledger.search.index import SearchFilter
-from project_ledger.text.injection import defang
+from project_ledger.text.injection import attribute, defang
 from project_ledger.text.tokens import TokenEstimate
 
 if TYPE_CHECKING:
@@ -281,7 +281,8 @@ def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[st
         excerpt = " ".join(hit.text.split())
         if len(excerpt) > INJECTED_TEXT_CHARS:
             excerpt = excerpt[: INJECTED_TEXT_CHARS - 1] + "…"
-        line = f"- <memory id={hit.id} kind={hit.kind} created={hit.created_at[:10]}>{defang(excerpt)}</memory>"
+        fields = " ".join(attribute(*pair) for pair in (("id", hit.id), ("kind", hit.kind), ("created", hit.created_at[:10])))
+        line = f"- <memory {fields}>{defang(excerpt)}</memory>"
         if count("\n".join([head, *lines, line, foot])) > budget:
             break
         lines.append(line)

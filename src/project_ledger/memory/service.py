@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
-from typing import TextIO
+from typing import Any, TextIO
 
 from project_ledger.code.links import CodeAnchors, describe
 from project_ledger.code.service import CodeService
@@ -58,7 +58,7 @@ from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, read_ex
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, utc_now
 from project_ledger.text.injection import looks_like_instructions
-from project_ledger.text.redaction import redact
+from project_ledger.text.redaction import Scrubber
 from project_ledger.text.text_signals import content_words, specifics
 from project_ledger.text.tokens import TokenBound, TokenCounter
 
@@ -179,18 +179,22 @@ class LedgerService:
         answers; the background worker embeds the new memory.
         """
         text, kind = self.validate.text(text), self.validate.kind(kind)
-        redacted = redact(text) if self.quality.redact else None
-        if redacted is not None:
-            text = redacted.text
-        secrets = {"redacted": redacted.count, "redacted_types": redacted.found} if redacted is not None else {}
         tags = self.validate.labels(tags or [], "tags", self.limits.max_tags)
         if reserved := sorted(RESERVED_TAGS.intersection(tags)):
             raise InvalidArgument(f"the tags {', '.join(reserved)} are reserved: the ledger sets them on captured memories and gists")
         session, role = self.validate.label(session, "session"), self.validate.label(role, "role")
         files = self.validate.labels(files or [], "files", MAX_LINKS)
         symbols = self.validate.labels(symbols or [], "symbols", MAX_LINKS)
-        created_at = iso_utc(parse_moment(said_at, "said_at")) if said_at is not None else None
         notes: list[str] = []
+        secrets: dict[str, Any] = {}
+        if self.quality.redact:
+            scrub = Scrubber()
+            text, tags, files, symbols = scrub(text), scrub.each(tags), scrub.each(files), scrub.each(symbols)
+            session, role = scrub.optional(session), scrub.optional(role)
+            secrets = {"redacted": scrub.count, "redacted_types": dict(scrub.found)}
+            if scrub.cut_short:
+                notes.append("the secret scan was cut short on this text, so it was redacted around every secret-like word")
+        created_at = iso_utc(parse_moment(said_at, "said_at")) if said_at is not None else None
         restated = self.restatement.check(text) if kind != "turn" else None
         if restated is not None and self.quality.reject_restated:
             raise InvalidArgument(
@@ -497,14 +501,18 @@ class LedgerService:
         """Read an export back in; the whole file is checked before anything is written, and secrets in it are
         redacted as `remember` would (an export from a ledger with redaction off may hold them)."""
         _, memories = read_export(lines)
-        redacted = 0
+        scrub = Scrubber()
         if self.quality.redact:
             for n, memory in enumerate(memories):
-                if (found := redact(memory.text)).count:
-                    memories[n] = memory.model_copy(update={"text": found.text})
-                    redacted += found.count
+                update = {
+                    "text": scrub(memory.text), "tags": scrub.each(memory.tags), "files": scrub.each(memory.files),
+                    "symbols": scrub.each(memory.symbols), "session": scrub.optional(memory.session),
+                    "role": scrub.optional(memory.role),
+                }  # fmt: skip
+                if any(value != getattr(memory, field) for field, value in update.items()):
+                    memories[n] = memory.model_copy(update=update)
         restored = self.journal.restore(memories)
-        restored.redacted = redacted
+        restored.redacted = scrub.count
         return restored
 
     # -- resources, status --------------------------------------------------------

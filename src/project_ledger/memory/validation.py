@@ -14,6 +14,7 @@ from project_ledger.errors import InvalidArgument
 from project_ledger.models import KINDS
 from project_ledger.text.text_signals import searchable_words
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _RELATIVE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -68,7 +69,8 @@ class Validator:
         return kind
 
     def labels(self, values: list[str], what: str, limit: int | None = None) -> list[str]:
-        """Tags, names or ids: each non-empty, valid Unicode and not too long; repeats dropped, order kept."""
+        """Tags, names or ids: each non-empty, valid Unicode, one line without control characters, and not too long;
+        repeats dropped, order kept."""
         if limit is not None and len(values) > limit:
             raise InvalidArgument(f"{len(values)} {what} given; at most {limit} are kept per memory")
         cleaned = []
@@ -83,6 +85,11 @@ class Validator:
                 value.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidArgument(f"{what} holds an unpaired UTF-16 surrogate; send valid Unicode") from None
+            if _CONTROL.search(value):
+                raise InvalidArgument(
+                    f"{what} may not hold control characters such as newlines or tabs ({value[:60]!r}); "
+                    "send a short plain name, and put anything longer in the text"
+                )
             if value not in cleaned:
                 cleaned.append(value)
         return cleaned
