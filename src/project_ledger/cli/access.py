@@ -86,7 +86,8 @@ def tokens() -> None:
 @project_options
 @ledger_errors
 def create_token(settings: Settings, name: str, scope: str) -> None:
-    """Make a token called NAME; its secret is printed once, on stdout, and cannot be shown again."""
+    """Make a token called NAME; its secret is printed once, on stdout, and cannot be shown again. The names
+    local, owner and anonymous (in any case) are the audit trail's for callers without a token of their own."""
     with opened_access(settings) as access:
         token, secret = access.create(name, scope)
     click.echo(secret)
@@ -128,8 +129,8 @@ def revoke_token(settings: Settings, name_or_id: str) -> None:
 @project_options
 @ledger_errors
 def audit(settings: Settings, limit: int, as_json: bool) -> None:
-    """Who forgot, pinned, unpinned, imported, migrated, reindexed or changed tokens, and when: the token's name
-    (or local), the tool and the ids, never any text. Oldest first.
+    """Who forgot, pinned, unpinned, imported, migrated, reindexed or changed tokens, and when: a token's name and
+    id (or local, owner, anonymous), the tool and the ids, never any text. Oldest first.
 
     \b
     Examples:
