@@ -10,6 +10,7 @@ import click
 
 from project_ledger.cli.access import OwnerToken, server_access
 from project_ledger.cli.support import NO_AUTH_HELP, ledger_errors, project_options
+from project_ledger.cli.terminal import say
 from project_ledger.config import Settings, comma_list
 from project_ledger.maintenance.access import ANONYMOUS, OWNER, AccessService
 
@@ -62,7 +63,7 @@ def _serve(settings: Settings, host: str, port: int, owner: OwnerToken, access: 
         ledger, hosts=hosts, origins=origins, token=owner.value, audit=lambda tool, ids: access.record(actor, tool, ids)
     )
     query = f"?token={urllib.parse.quote(owner.value)}" if owner.printable and owner.value is not None else ""
-    click.echo(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
+    say(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
 
