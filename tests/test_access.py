@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -19,9 +20,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from project_ledger.maintenance.access import AccessService, covers
+from project_ledger.maintenance.access import SECRET_PREFIX, AccessService, covers, secret_hash
 from project_ledger.mcp.http import RateLimit
 from project_ledger.mcp.scopes import TOOL_SCOPES, needed_scope
+from project_ledger.storage.access import AccessStore, StoredToken
 
 from .conftest import EXECUTABLE, Project, connect, run_cli
 from .test_http import client, free_port, post
@@ -233,7 +235,8 @@ async def test_scoped_tokens_see_and_call_only_their_tools_and_forget_is_audited
     shown = ledger(project, "audit", "--json")
     assert shown.returncode == 0, shown.stderr
     entries = json.loads(shown.stdout)
-    assert {"actor": "ops", "tool": "forget", "ids": [memory]} in [{k: e[k] for k in ("actor", "tool", "ids")} for e in entries]
+    ops = next(t["id"] for t in json.loads(ledger(project, "tokens", "list", "--json").stdout) if t["name"] == "ops")
+    assert {"actor": f"ops ({ops})", "tool": "forget", "ids": [memory]} in [{k: e[k] for k in ("actor", "tool", "ids")} for e in entries]
     assert [e["tool"] for e in entries].count("tokens.create") == 3 and "tokens.revoke" in [e["tool"] for e in entries]
     assert "Tuesday" not in shown.stdout and "Tuesday" not in ledger(project, "audit").stdout  # ids, never the text
     listed = ledger(project, "tokens", "list", "--json")
@@ -290,3 +293,41 @@ async def test_a_local_client_is_audited_as_local_and_the_trail_outlives_the_for
         ("local", "pin", [memory]), ("local", "forget", [memory]), ("local", "forget", [forgot_on_the_shell])
     ]
     assert "billing" not in shown and "Payroll" not in shown
+
+
+def test_a_token_may_not_take_a_built_in_principal_name_in_any_case_or_width(project: Project) -> None:
+    for name in ("owner", "Local", "ANONYMOUS", "\uff4f\uff57\uff4e\uff45\uff52", " local "):  # the 4th: fullwidth owner
+        refused = ledger(project, "tokens", "create", name, "--scope", "read")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert "is reserved" in refused.stderr and "Pick another name for the token" in refused.stderr, refused.stderr
+    assert json.loads(ledger(project, "tokens", "list", "--json").stdout) == []
+    assert new_token(project, "owner-bot", "read").startswith(SECRET_PREFIX)
+
+
+def legacy_token(project: Project, name: str, scope: str) -> tuple[StoredToken, str]:
+    """A token as a ledger made before built-in names were refused may hold one: written to the store directly."""
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    store = AccessStore(project.data_dir / "journal.sqlite3")
+    try:
+        return store.add_token("t" + secrets.token_hex(5), name, scope, secret_hash(secret)), secret
+    finally:
+        store.close()
+
+
+async def test_an_old_token_named_like_the_owner_or_local_shares_neither_their_rate_limit_nor_their_audit_name(
+    project: Project,
+) -> None:
+    memory = run_cli(project, "remember", "Deploys freeze on Fridays after 15:00.", "--kind", "decision").stdout.split()[0]
+    _, impostor = legacy_token(project, "owner", "read")
+    local, local_secret = legacy_token(project, "local", "write")
+    project.env |= {"LEDGER_HTTP_RATE_LIMIT": "10", "LEDGER_HTTP_RATE_WINDOW_SECONDS": "600"}  # a window no run outlasts
+    with running(project, "serve", "--transport", "http", "--port", str(free_port()), banner=r"at (http://\S+/mcp)") as (_, url):
+        owner = (project.data_dir / "http_token").read_text().strip()
+        assert [post(url, Authorization=f"Bearer {impostor}").status_code for _ in range(11)] == [200] * 10 + [429]
+        assert post(url, Authorization=f"Bearer {owner}").status_code == 200  # the owner's own budget is untouched
+        async with client(url, local_secret) as session:
+            pinned = await session.call_tool("pin", {"id": memory})
+            assert not pinned.is_error, pinned.content[0].text
+    entries = json.loads(ledger(project, "audit", "--json").stdout)
+    assert [(e["actor"], e["tool"], e["ids"]) for e in entries] == [(f"local ({local.id})", "pin", [memory])]
+    assert f"local ({local.id})" in ledger(project, "audit").stdout

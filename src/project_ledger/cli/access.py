@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from project_ledger.cli.support import ledger_errors, project_options
+from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
 from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
 
@@ -41,10 +42,10 @@ def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessS
         raise click.ClickException("--no-auth and LEDGER_AUTH_TOKEN contradict each other; drop one")
     check_token(host, token, no_auth)
     if no_auth:
-        click.echo("--no-auth: no token is asked for; any account on this machine can read, change and erase memories", err=True)
+        say("--no-auth: no token is asked for; any account on this machine can read, change and erase memories", err=True)
     elif token is None:
         token, made = local_token(settings, Path.cwd())
-        click.echo(f"{'made a new' if made else 'using the'} token kept in the data directory's http_token (mode 600)", err=True)
+        say(f"{'made a new' if made else 'using the'} token kept in the data directory's http_token (mode 600)", err=True)
         return open_access(settings, Path.cwd(), token), OwnerToken(token, printable=True)
     return open_access(settings, Path.cwd(), token), OwnerToken(token, printable=False)
 
@@ -86,11 +87,12 @@ def tokens() -> None:
 @project_options
 @ledger_errors
 def create_token(settings: Settings, name: str, scope: str) -> None:
-    """Make a token called NAME; its secret is printed once, on stdout, and cannot be shown again."""
+    """Make a token called NAME; its secret is printed once, on stdout, and cannot be shown again. The names
+    local, owner and anonymous (in any case) are the audit trail's for callers without a token of their own."""
     with opened_access(settings) as access:
         token, secret = access.create(name, scope)
-    click.echo(secret)
-    click.echo(f"token {token.name} ({token.id}, scope {token.scope}); clients send it as: Authorization: Bearer <secret>", err=True)
+    say(secret)
+    say(f"token {token.name} ({token.id}, scope {token.scope}); clients send it as: Authorization: Bearer <secret>", err=True)
 
 
 @tokens.command("list")
@@ -102,13 +104,13 @@ def list_tokens(settings: Settings, as_json: bool) -> None:
     with opened_access(settings) as access:
         listed = access.tokens()
     if as_json:
-        click.echo(json.dumps([dataclasses.asdict(token) for token in listed], indent=2))
+        say_json(json.dumps([dataclasses.asdict(token) for token in listed], indent=2))
         return
     for token in listed:
         state = f"revoked {token.revoked_at}" if token.revoked_at else "live"
-        click.echo(f"{token.id}  {token.name:<20} {token.scope:<6} created {token.created_at}  {state}")
+        say(f"{token.id}  {token.name:<20} {token.scope:<6} created {token.created_at}  {state}")
     if not listed:
-        click.echo("No tokens; `project-ledger tokens create NAME --scope read` makes one.", err=True)
+        say("No tokens; `project-ledger tokens create NAME --scope read` makes one.", err=True)
 
 
 @tokens.command("revoke")
@@ -119,7 +121,7 @@ def revoke_token(settings: Settings, name_or_id: str) -> None:
     """Revoke the token NAME_OR_ID: running servers refuse it from the next request on."""
     with opened_access(settings) as access:
         token = access.revoke(name_or_id)
-    click.echo(f"revoked {token.name} ({token.id})")
+    say(f"revoked {token.name} ({token.id})")
 
 
 @click.command(name="audit")
@@ -128,8 +130,8 @@ def revoke_token(settings: Settings, name_or_id: str) -> None:
 @project_options
 @ledger_errors
 def audit(settings: Settings, limit: int, as_json: bool) -> None:
-    """Who forgot, pinned, unpinned, imported, migrated, reindexed or changed tokens, and when: the token's name
-    (or local), the tool and the ids, never any text. Oldest first.
+    """Who forgot, pinned, unpinned, imported, migrated, reindexed or changed tokens, and when: a token's name and
+    id (or local, owner, anonymous), the tool and the ids, never any text. Oldest first.
 
     \b
     Examples:
@@ -139,9 +141,9 @@ def audit(settings: Settings, limit: int, as_json: bool) -> None:
     with opened_access(settings) as access:
         entries = access.audit(limit)
     if as_json:
-        click.echo(json.dumps([dataclasses.asdict(entry) for entry in entries], indent=2))
+        say_json(json.dumps([dataclasses.asdict(entry) for entry in entries], indent=2))
         return
     for entry in entries:
-        click.echo(f"{entry.at}  {entry.actor:<20} {entry.tool:<14} {' '.join(entry.ids)}")
+        say(f"{entry.at}  {entry.actor:<20} {entry.tool:<14} {' '.join(entry.ids)}")
     if not entries:
-        click.echo("The audit trail is empty.", err=True)
+        say("The audit trail is empty.", err=True)

@@ -29,6 +29,7 @@ from project_ledger.cli.support import (
     project_options,
     serve_project_options,
 )
+from project_ledger.cli.terminal import JsonSafeWriter, say, say_json, visible
 from project_ledger.config import Settings, comma_list
 from project_ledger.text.wording import plural
 
@@ -127,7 +128,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
         from project_ledger.mcp.stdio import serve_stdio
 
         if sys.stdin.isatty():  # started by hand: without this line it looks hung, and typing gets JSON-RPC errors
-            click.echo(TTY_NOTICE, err=True)
+            say(TTY_NOTICE, err=True)
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
         return
@@ -136,9 +137,9 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
 
     access, owner = server_access(settings, host, no_auth)
     app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks, tools_at_start=True)
-    click.echo(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
+    say(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
     if owner.printable:
-        click.echo(f"clients send the header  Authorization: Bearer {owner.value}", err=True)
+        say(f"clients send the header  Authorization: Bearer {owner.value}", err=True)
     hosts, origins = comma_list(settings.http_allowed_hosts), comma_list(settings.http_allowed_origins)
     try:
         anyio.run(functools.partial(
@@ -155,7 +156,7 @@ def _served_result(answer: dict[str, Any] | None, model: type[Served]) -> Served
     if answer is None:
         return None
     if "failed" in answer:
-        raise click.ClickException(answer["failed"])
+        raise click.ClickException(visible(answer["failed"]))
     return model.model_validate(answer["result"])
 
 
@@ -191,14 +192,14 @@ def remember(
             services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
             result = services.ledger.remember(**arguments)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
     else:
-        click.echo(result.id if result.created else f"{result.id} (already stored)")
+        say(result.id if result.created else f"{result.id} (already stored)")
         if result.redacted:
             secrets = ", ".join(f"{n} {kind}" for kind, n in result.redacted_types.items())
-            click.echo(f"redacted before storing: {secrets}", err=True)
+            say(f"redacted before storing: {secrets}", err=True)
         if result.note:
-            click.echo(result.note, err=True)
+            say(result.note, err=True)
 
 
 @main.command()
@@ -243,11 +244,11 @@ def recall(
         with opened(settings, index=True, model=True) as ledger:
             result = ledger.recall(**arguments)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
         return
     if result.note:
-        click.echo(f"({result.mode}; {result.note})", err=True)
-    click.echo(render_results(result.results) if result.results else "No relevant memory.")
+        say(f"({result.mode}; {result.note})", err=True)
+    say(render_results(result.results) if result.results else "No relevant memory.")
 
 
 @main.command()
@@ -269,11 +270,11 @@ def summarize(settings: Settings, session: str, max_tokens: int, as_json: bool) 
             session, max_tokens=max_tokens, why_not="the command line has no client model to sample"
         )
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
         return
-    click.echo(result.text)
+    say(result.text)
     state = "unchanged" if not result.created else f"supersedes {result.supersedes}" if result.supersedes else "new"
-    click.echo(f"(gist {result.id}: {result.tokens} tokens, {result.bullets} lines, {result.left_out} left out; {state})", err=True)
+    say(f"(gist {result.id}: {result.tokens} tokens, {result.bullets} lines, {result.left_out} left out; {state})", err=True)
 
 
 @main.command()
@@ -296,11 +297,11 @@ def context(settings: Settings, query: str | None, budget: int, session: str | N
     with opened(settings, index=query is not None, model=query is not None, code_search=query is not None) as ledger:
         result = ledger.context(query, token_budget=budget, session=session)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
         return
-    click.echo(result.text)
+    say(result.text)
     breakdown = ", ".join(f"{name} {tokens}" for name, tokens in result.sections.items())
-    click.echo(f"({result.tokens} of {budget} tokens: {breakdown})", err=True)
+    say(f"({result.tokens} of {budget} tokens: {breakdown})", err=True)
 
 
 @main.command()
@@ -321,38 +322,38 @@ def status(settings: Settings, as_json: bool) -> None:
             services.maintenance.open_index()
         result = services.ledger.status()
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
         return
-    click.echo(f"project-ledger {result.version}")
-    click.echo(f"root:      {result.root}")
-    click.echo(f"data dir:  {result.data_dir}")
+    say(f"project-ledger {result.version}")
+    say(f"root:      {result.root}")
+    say(f"data dir:  {result.data_dir}")
     cut = " (cut to fit the instructions cap)" if result.session_start_cut else ""
-    click.echo(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
+    say(f"context:   {result.project_context or 'missing (see project_context.md.example)'}{cut}")
     if result.project_context_placeholders:
         placeholders = result.project_context_placeholders
-        click.echo(f"           still has {placeholders} template placeholders (left out of the pack): edit it")
+        say(f"           still has {placeholders} template placeholders (left out of the pack): edit it")
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(result.counts.items())) or "none"
-    click.echo(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
+    say(f"memories:  {counts}; pinned {result.pinned}, superseded {result.superseded}, forgotten {result.forgotten}")
     for stale in result.stale:
-        click.echo(f"stale:     {stale.id}: {'; '.join(stale.changed)}")
+        say(f"stale:     {stale.id}: {'; '.join(stale.changed)}")
     index = result.index
     state = index.state.replace("-", " ") + (" by this command" if index.state == "not-opened" else "")
-    click.echo(f"index:     {index.backend} at {index.location}, {state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
+    say(f"index:     {index.backend} at {index.location}, {state}, lag {index.lag}, missing vectors {index.missing_embeddings}")
     if index.state == "not-opened" and index.lag:
-        click.echo(f"           {plural(index.lag, 'journal change')} not in this index slot yet: the next command that searches applies them")
+        say(f"           {plural(index.lag, 'journal change')} not in this index slot yet: the next command that searches applies them")
     if index.compaction:
-        click.echo(f"           compaction {index.compaction}")
+        say(f"           compaction {index.compaction}")
     for event in index.events:
-        click.echo(f"           {event}")
+        say(f"           {event}")
     detail = f" ({result.embedding.detail})" if result.embedding.detail else ""
     if result.embedding.state == "not-loaded":  # each process loads its own; a server's is in its status tool
         detail = " by this command (each process loads its own model; a running server's status tool shows its own)"
-    click.echo(f"embedding: {result.embedding.model}: {result.embedding.state.replace('-', ' ')}{detail}")
+    say(f"embedding: {result.embedding.model}: {result.embedding.state.replace('-', ' ')}{detail}")
     if (code := result.code) is not None:
         languages = ", ".join(f"{name} {n}" for name, n in sorted(code.languages.items(), key=lambda kv: -kv[1])) or "none"
-        click.echo(f"code:      {code.files} files ({languages}), {code.symbols} symbols, {code.references} references")
+        say(f"code:      {code.files} files ({languages}), {code.symbols} symbols, {code.references} references")
         if code.pending_vectors:
-            click.echo(
+            say(
                 f"           {code.pending_vectors} symbols without vectors (search_code ranks them on exact words): a running "
                 "server computes them in the background, or run `project-ledger index --embed`"
             )
@@ -377,7 +378,7 @@ def reindex(settings: Settings) -> None:
         report("rebuilding the index", 0, None)
         points = services.maintenance.rebuild_index()
     audit_local(settings, "reindex", [])
-    click.echo(f"index rebuilt: {plural(points, 'memory', 'memories')} in {time.perf_counter() - started:.1f}s")
+    say(f"index rebuilt: {plural(points, 'memory', 'memories')} in {time.perf_counter() - started:.1f}s")
 
 
 @main.command()
@@ -403,10 +404,10 @@ def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
     with opened_services(settings) as services:
         findings = examine(services.maintenance, fix)
     if as_json:
-        click.echo(json.dumps([dataclasses.asdict(finding) for finding in findings], indent=2))
+        say_json(json.dumps([dataclasses.asdict(finding) for finding in findings], indent=2))
     else:
         for finding in findings:
-            click.echo(f"{finding.state:<8} {finding.check:<11} {finding.detail}")
+            say(f"{finding.state:<8} {finding.check:<11} {finding.detail}")
     if any(finding.state == "problem" for finding in findings):
         sys.exit(1)
 
@@ -430,7 +431,8 @@ def export_command(settings: Settings, destination: Path) -> None:
         ledger, counts = services.ledger, services.maintenance.counts()
         lines = 1 + sum(counts.by_kind.values()) + counts.superseded + counts.forgotten  # the header, then every memory
         if str(destination) == "-":
-            header = ledger.export(CountingWriter(sys.stdout, step="exporting memories", total=lines, report=report))
+            shown = JsonSafeWriter(sys.stdout)  # a terminal, perhaps: no raw DEL, C1 or bidi control reaches it
+            header = ledger.export(CountingWriter(shown, step="exporting memories", total=lines, report=report))
         else:
             partial = destination.with_name(destination.name + ".partial")
             try:
@@ -442,7 +444,7 @@ def export_command(settings: Settings, destination: Path) -> None:
             except OSError as exc:
                 partial.unlink(missing_ok=True)
                 raise click.ClickException(f"could not write {destination}: {exc.strerror or exc}") from None
-    click.echo(f"exported {header.memories} memories and {header.tombstones} tombstones to {destination}", err=True)
+    say(f"exported {header.memories} memories and {header.tombstones} tombstones to {destination}", err=True)
 
 
 @main.command("import")
@@ -474,9 +476,9 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
         raise click.ClickException(f"could not read {source}: {getattr(exc, 'strerror', None) or exc}") from None
     audit_local(settings, "import", [])
     if as_json:
-        click.echo(json.dumps(dataclasses.asdict(restored)))
+        say_json(json.dumps(dataclasses.asdict(restored)))
         return
-    click.echo(
+    say(
         f"imported {restored.added} memories ({restored.tombstones} of them tombstones); {restored.kept} were already here; "
         f"{restored.forgotten} live ones forgotten by tombstones in the export"
     )
@@ -504,9 +506,9 @@ def index(settings: Settings, path: Path | None, watch: bool, embed: bool, as_js
     if path is not None:
         settings = settings.model_copy(update={"root": path})
     with opened_services(settings) as services:
-        click.echo(index_with_progress(services.maintenance, embed=embed, as_json=as_json))
+        (say_json if as_json else say)(index_with_progress(services.maintenance, embed=embed, as_json=as_json))
         if watch:
-            services.ledger.require_code().watch_until_interrupted(lambda line: click.echo(line, err=True))
+            services.ledger.require_code().watch_until_interrupted(lambda line: say(line, err=True))
 
 
 @main.command()
@@ -534,11 +536,11 @@ def symbols(settings: Settings, name: str, kind: str | None, language: str | Non
         services.maintenance.scan_code()
         result = code.find_symbol(name, kind=kind, language=language, path=under, limit=limit)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
         return
     if not result.symbols:
-        click.echo(f"No definition of {name!r} found.", err=True)
+        say(f"No definition of {name!r} found.", err=True)
         raise SystemExit(1)
     shown = f"{len(result.symbols)} of {result.total}" if result.truncated else str(len(result.symbols))
-    click.echo(f"({shown} by {result.matched_by}{'; --limit shows more' if result.truncated else ''})", err=True)
-    click.echo("\n".join(render_symbol(symbol) for symbol in result.symbols))
+    say(f"({shown} by {result.matched_by}{'; --limit shows more' if result.truncated else ''})", err=True)
+    say("\n".join(render_symbol(symbol) for symbol in result.symbols))

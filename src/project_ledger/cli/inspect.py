@@ -10,8 +10,9 @@ import click
 
 from project_ledger.cli.access import OwnerToken, server_access
 from project_ledger.cli.support import NO_AUTH_HELP, ledger_errors, project_options
+from project_ledger.cli.terminal import say
 from project_ledger.config import Settings, comma_list
-from project_ledger.maintenance.access import OWNER, AccessService
+from project_ledger.maintenance.access import ANONYMOUS, OWNER, AccessService
 
 DEFAULT_PORT = 8766
 
@@ -57,12 +58,12 @@ def _serve(settings: Settings, host: str, port: int, owner: OwnerToken, access: 
     hosts = allowed_hosts(host, port, comma_list(settings.http_allowed_hosts))
     origins = allowed_origins(host, port, comma_list(settings.http_allowed_origins))
     ledger = open_ledger(settings, Path.cwd())
-    actor = "anonymous" if owner.value is None else OWNER
+    actor = ANONYMOUS if owner.value is None else OWNER
     app = inspector_app(
         ledger, hosts=hosts, origins=origins, token=owner.value, audit=lambda tool, ids: access.record(actor, tool, ids)
     )
     query = f"?token={urllib.parse.quote(owner.value)}" if owner.printable and owner.value is not None else ""
-    click.echo(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
+    say(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
 

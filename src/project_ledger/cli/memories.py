@@ -6,6 +6,7 @@ import click
 
 from project_ledger.cli.access import audit_local
 from project_ledger.cli.support import ledger_errors, opened, project_options
+from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
 from project_ledger.memory.context_sections import render_memory
 from project_ledger.text.wording import plural
@@ -26,10 +27,10 @@ def history(settings: Settings, memory_id: str, as_json: bool) -> None:
     with opened(settings) as ledger:
         result = ledger.history(memory_id)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        say_json(result.model_dump_json(indent=2))
         return
-    click.echo("\n\n".join(render_memory(memory) for memory in result.chain))
-    click.echo(f"({plural(len(result.chain), 'version')}; current: {result.current})", err=True)
+    say("\n\n".join(render_memory(memory) for memory in result.chain))
+    say(f"({plural(len(result.chain), 'version')}; current: {result.current})", err=True)
 
 
 def pin_command(name: str, pinned: bool, summary: str) -> click.Command:
@@ -43,7 +44,7 @@ def pin_command(name: str, pinned: bool, summary: str) -> click.Command:
         with opened(settings) as ledger:
             (ledger.pin if pinned else ledger.unpin)(memory_id)
         audit_local(settings, name, [memory_id])
-        click.echo(f"{name}ned {memory_id}")
+        say(f"{name}ned {memory_id}")
 
     return command
 
@@ -70,16 +71,16 @@ def forget(settings: Settings, memory_id: str, yes: bool) -> None:
     with opened(settings) as ledger:
         preview = ledger.forget_preview(memory_id)
         if preview.memory.deleted_at is not None:
-            click.echo(f"{memory_id} was already forgotten")
+            say(f"{memory_id} was already forgotten")
             return
         if not yes:
-            click.echo(render_memory(preview.memory), err=True)
+            say(render_memory(preview.memory), err=True)
             if preview.also:
                 count = plural(len(preview.also), "memory", "memories")
-                click.echo(f"\nErased with it, {count} derived from it:", err=True)
-                click.echo("\n".join(render_memory(memory) for memory in preview.also), err=True)
+                say(f"\nErased with it, {count} derived from it:", err=True)
+                say("\n".join(render_memory(memory) for memory in preview.also), err=True)
             click.confirm(f"\nErase {memory_id} for good? This cannot be undone", abort=True, err=True)
         result = ledger.forget(memory_id)
     audit_local(settings, "forget", [memory_id, *result.also_forgotten])
     also = f"; also erased: {', '.join(result.also_forgotten)}" if result.also_forgotten else ""
-    click.echo(f"forgot {memory_id}{also}")
+    say(f"forgot {memory_id}{also}")

@@ -12,6 +12,7 @@ import click
 from project_ledger.cli.access import audit_local
 from project_ledger.cli.progress import progress_bars
 from project_ledger.cli.support import ledger_errors, project_options
+from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
 
 if TYPE_CHECKING:
@@ -72,9 +73,9 @@ def migrate(settings: Settings, to_server: bool, to_embedded: bool, into: Path |
     if as_json:
         data = dataclasses.asdict(result)
         data["indexes"] = {verified.pop("kind"): verified for verified in data["indexes"]}
-        click.echo(json.dumps({**data, "seconds": round(result.seconds, 3), "next": dataclasses.asdict(env)}, indent=2))
+        say_json(json.dumps({**data, "seconds": round(result.seconds, 3), "next": dataclasses.asdict(env)}, indent=2))
         return
-    click.echo(render(result, env))
+    say(render(result, env))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ from project_ledger.cli.client_config import (
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
+from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import DATA_DIR_NAME, Settings, find_project_root
 from project_ledger.hook_log import HOOK_LOG
 from project_ledger.project_root import unsuitable
@@ -58,22 +59,22 @@ def init(settings: Settings, no_index: bool) -> None:
     settings = settings.model_copy(update={"root": project_root(settings)})
     with opened_services(settings) as services:
         maintenance = services.maintenance
-        click.echo(f"data directory: {maintenance.paths.data_dir}")
+        say(f"data directory: {maintenance.paths.data_dir}")
         languages: dict[str, int] = {}
         if maintenance.has_code:
             if not no_index:
-                click.echo(index_with_progress(maintenance, embed=False, as_json=False))
+                say(index_with_progress(maintenance, embed=False, as_json=False))
             languages = maintenance.code_counts().languages
         root, context_file = maintenance.paths.root, maintenance.paths.project_context
     if context_file.exists():
-        click.echo(f"kept the existing {context_file}")
+        say(f"kept the existing {context_file}")
     else:
         facts = scan_project(root, languages)
         context_file.write_text(draft_context(root, facts), encoding="utf-8")
         detected = [", ".join(facts.languages) or "no languages", ", ".join(facts.package_managers) or "no package manager"]
         detected.append(f"tests: {facts.test_command}" if facts.test_command else "no test command")
-        click.echo(f"wrote {context_file} ({'; '.join(detected)}): finish its sections by hand")
-    click.echo(
+        say(f"wrote {context_file} ({'; '.join(detected)}): finish its sections by hand")
+    say(
         "\nNext:\n"
         "  1. Finish project_context.md: every session starts with it.\n"
         "  2. Connect your agent:  project-ledger config claude-code --write   (or cursor, vscode, claude-desktop)\n"
@@ -126,7 +127,7 @@ def config_command(
             entry = http_entry(target, url, token_env)
         except ConfigFileError as exc:
             raise click.ClickException(str(exc)) from None
-        click.echo(
+        say(
             f"the client sends the token from ${token_env}: set it where the client starts (a loopback server's own token "
             "is in the data directory's http_token; `project-ledger tokens create NAME --scope read` makes a narrower one)",
             err=True,
@@ -135,19 +136,19 @@ def config_command(
         entry = server_entry(target, _server_argv(settings, root, use_uvx))
     path = target.config_path(root)
     if not write:
-        click.echo(snippet(target, name, entry))
-        click.echo(f"(merge into {path}, or rerun with --write)", err=True)
+        say_json(snippet(target, name, entry))
+        say(f"(merge into {path}, or rerun with --write)", err=True)
         return
     try:
         outcome = merge(path, client=target, name=name, entry=entry)
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; add the entry by hand (run without --write to print it)") from None
-    click.echo(f"{outcome} server {name!r} in {path}")
+    say(f"{outcome} server {name!r} in {path}")
     if outcome == "unchanged":
         return
     if target.project_file and url is None:
-        click.echo("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
-    click.echo(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
+        say("it holds this machine's absolute paths: keep it out of version control if others share the repository", err=True)
+    say(f"restart {client} (or reload its MCP servers) to start the ledger", err=True)
 
 
 def _server_argv(settings: Settings, root: Path, use_uvx: bool) -> list[str]:
@@ -170,14 +171,14 @@ def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bo
     else:
         path, block, merger = root / ".claude" / ("settings.json" if shared else "settings.local.json"), hooks_block(command), merge_hooks
     if not write:
-        click.echo(json.dumps(block, indent=2))
-        click.echo(f"(merge into {path}, or rerun with --write)", err=True)
+        say_json(json.dumps(block, indent=2))
+        say(f"(merge into {path}, or rerun with --write)", err=True)
         return
     try:
         outcome = merger(path, command)
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; add the hooks by hand (run without --write to print them)") from None
-    click.echo(f"{outcome} the ledger's hooks in {path}")
+    say(f"{outcome} the ledger's hooks in {path}")
     if outcome != "unchanged":
         log = (data_dir or root / DATA_DIR_NAME).expanduser() / HOOK_LOG
-        click.echo(f"they take effect in the next {client} session; {log} has a line per run", err=True)
+        say(f"they take effect in the next {client} session; {log} has a line per run", err=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from pydantic import ValidationError
 
+from project_ledger.cli.terminal import visible
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
 
@@ -62,7 +63,7 @@ class LedgerGroup(click.Group):
             if (ctx.obj or {}).get("debug"):
                 raise
             raise click.ClickException(
-                f"unexpected {type(exc).__name__}: {exc}. Nothing stored was lost; rerun with --debug for the traceback"
+                visible(f"unexpected {type(exc).__name__}: {exc}. Nothing stored was lost; rerun with --debug for the traceback")
             ) from None
 
 
@@ -106,7 +107,7 @@ def ledger_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except LedgerError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(visible(str(exc))) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -10,6 +10,7 @@ import click
 from project_ledger.cli.hooks import claude_transcripts
 from project_ledger.cli.progress import progress_bars
 from project_ledger.cli.support import ledger_errors, opened, project_options
+from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
 from project_ledger.memory.conversation import Conversation, HookParams
 
@@ -49,9 +50,9 @@ def import_transcripts(settings: Settings, paths: tuple[Path, ...], as_json: boo
         files = transcript_files(paths, ledger.paths.root)
         done = Conversation(ledger, HookParams(), lambda: None).import_transcripts(files, gists=not no_gists, progress=report)
     if as_json:
-        click.echo(json.dumps({"files": done.files, "new_turns": done.new_turns, "gists": done.gists}))
+        say_json(json.dumps({"files": done.files, "new_turns": done.new_turns, "gists": done.gists}))
         return
     sessions = len(done.new_turns)
-    click.echo(f"imported {sum(done.new_turns.values())} new turns from {done.files} transcripts ({sessions} sessions)")
+    say(f"imported {sum(done.new_turns.values())} new turns from {done.files} transcripts ({sessions} sessions)")
     for session, note in done.gists.items():
-        click.echo(f"  {session}: {note}", err=True)
+        say(f"  {session}: {note}", err=True)

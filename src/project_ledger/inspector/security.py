@@ -28,7 +28,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from project_ledger.mcp.http import is_loopback
 
@@ -62,6 +62,15 @@ def allowed_hosts(host: str, port: int, extra: list[str]) -> set[str]:
 def allowed_origins(host: str, port: int, extra: list[str]) -> set[str]:
     """Origin header values to accept: this server's own pages, plus `extra` (e.g. behind an HTTPS proxy)."""
     return {f"http://{name}" for name in allowed_hosts(host, port, [])} | set(extra)
+
+
+def same_site_path(path: str) -> str:
+    """The decoded request path as a Location that stays on this site: every character but letters, digits, `/` and
+    `-._~` percent-encoded, and one leading slash; the home page for a target not of that form (`http://host/`).
+
+    Browsers read `/\\evil.example`, `//evil.example` and `/<TAB>/evil.example` (they drop tabs and newlines) as
+    another host; once encoded, a backslash or a tab is only part of a path here."""
+    return "/" + quote(path, safe="/").lstrip("/") if path.startswith("/") else "/"
 
 
 class FormToken:
@@ -140,9 +149,7 @@ class Guard:
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             return None
         rest = urlencode([(name, value) for name, value in pairs if name != "token"])
-        path = scope.get("path", "/")
-        if not path.startswith("/") or path.startswith("//"):  # never a redirect to another site
-            path = "/"
+        path = same_site_path(scope.get("path", "/"))
         return f"{path}?{rest}" if rest else path
 
     def _authorized(self, header: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,8 +21,14 @@ from project_ledger.storage.access import AccessStore, AuditEntry, StoredToken
 
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")  # each includes what the ones before it may do
-LOCAL = "local"  # the actor of calls made on this machine without a token (the CLI, a stdio server)
-OWNER = "owner"  # the actor holding the server's own token (LEDGER_AUTH_TOKEN or the data directory's http_token)
+LOCAL = "local"
+OWNER = "owner"
+ANONYMOUS = "anonymous"
+BUILT_IN = {  # the principals no token stands for, by the name the audit trail shows
+    LOCAL: "calls made on this machine without a token (the CLI, a stdio server)",
+    OWNER: "the holder of the server's own token (LEDGER_AUTH_TOKEN or the data directory's http_token)",
+    ANONYMOUS: "every caller of a server or inspector started with --no-auth",
+}
 SECRET_PREFIX = "plt_"
 TOKEN_NAME_CHARS = 64
 
@@ -37,12 +44,24 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def folded(name: str) -> str:
+    """A name as a reader would take it: case and Unicode compatibility forms (a fullwidth `ＯＷＮＥＲ`) set aside."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold()).strip()
+
+
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: a token's name and scope, `owner` (the server's own token) or `local`."""
+    """Who is calling: a token (its name, scope and id), or one of the `BUILT_IN` principals (no token id)."""
 
     name: str
     scope: Scope
+    token_id: str | None = None
+
+    @property
+    def actor(self) -> str:
+        """The caller in the audit trail and the rate limit. A token's carries its id, which no built-in name has,
+        so even a token named `owner` before such names were refused is never taken for the owner."""
+        return self.name if self.token_id is None else f"{self.name} ({self.token_id})"
 
 
 class AccessService:
@@ -69,6 +88,11 @@ class AccessService:
         name = name.strip()
         if not name or len(name) > TOKEN_NAME_CHARS or not name.isprintable():
             raise InvalidArgument(f"a token name is 1 to {TOKEN_NAME_CHARS} printable characters, e.g. ci-bot or alice")
+        if (built_in := folded(name)) in BUILT_IN:
+            raise InvalidArgument(
+                f"the token name {name!r} is reserved: the audit trail and the rate limit call {BUILT_IN[built_in]} "
+                f"{built_in!r}. Pick another name for the token, e.g. {name}-bot or the name of who will use it"
+            )
         if scope not in SCOPES:
             raise InvalidArgument(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
         secret = SECRET_PREFIX + secrets.token_urlsafe(32)
@@ -93,7 +117,7 @@ class AccessService:
         if not secret.startswith(SECRET_PREFIX):
             return None
         token = self.store.by_hash(secret_hash(secret))  # looked up by hash: timing reveals nothing about the secret
-        return Caller(token.name, token.scope) if token is not None else None  # type: ignore[arg-type]
+        return Caller(token.name, token.scope, token.id) if token is not None else None  # type: ignore[arg-type]
 
     def record(self, actor: str, tool: str, ids: list[str]) -> None:
         self.store.record(actor, tool, ids)

@@ -31,7 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from project_ledger.errors import InvalidArgument, LedgerError
-from project_ledger.maintenance.access import AccessService, Caller
+from project_ledger.maintenance.access import ANONYMOUS, AccessService, Caller
 from project_ledger.mcp.scopes import CALLER_KEY
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 MIN_TOKEN_CHARS = 16
 MCP_PATH = "/mcp"
-ANONYMOUS = Caller("anonymous", "admin")  # every caller of a server started with --no-auth
+NO_AUTH_CALLER = Caller(ANONYMOUS, "admin")  # every caller of a server started with --no-auth
 
 
 def is_loopback(host: str) -> bool:
@@ -113,7 +113,7 @@ class BearerAuth:
             if caller is None:
                 await _empty(send, 401, [(b"www-authenticate", b'Bearer realm="project-ledger"')])
                 return
-            wait = self.limit.retry_after(caller.name)
+            wait = self.limit.retry_after(caller.actor)
             if wait is not None:
                 await _empty(send, 429, [(b"retry-after", str(wait).encode())])
                 return
@@ -122,7 +122,7 @@ class BearerAuth:
 
     def _caller(self, scope: Scope) -> Caller | None:
         if not self.required:
-            return ANONYMOUS
+            return NO_AUTH_CALLER
         given = next((value for name, value in scope["headers"] if name == b"authorization"), b"").decode("latin-1")
         scheme, _, secret = given.partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():

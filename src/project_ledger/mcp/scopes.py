@@ -123,7 +123,7 @@ class ScopeGuard(ServerMiddleware[Any]):
             arguments = ctx.params.get("arguments")
             ids = audited_ids(arguments if isinstance(arguments, dict) else {}, result)
             try:
-                await anyio.to_thread.run_sync(self._record, ctx.lifespan_context, caller.name, tool, ids)
+                await anyio.to_thread.run_sync(self._record, ctx.lifespan_context, caller.actor, tool, ids)
             except LedgerError as exc:  # the call is done: a failed audit write is logged, not turned into a failed call
-                log.error("could not record %s by %s in the audit trail: %s", tool, caller.name, exc)
+                log.error("could not record %s by %s in the audit trail: %s", tool, caller.actor, exc)
         return result
