@@ -83,7 +83,7 @@ class CodeWatcher:
         self._worker = Worker(
             "ledger-code-watch",
             [self._reindex_when_quiet],
-            poll_seconds=RETRY_SECONDS,  # the observer wakes it with each event
+            poll_seconds=RETRY_SECONDS,  # and the observer wakes it with each event
             opening=Opening(
                 open=self._start_observer,
                 close=self._stop_observer,
