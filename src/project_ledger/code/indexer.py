@@ -225,7 +225,7 @@ class CodeIndexer:
         known = self.store.files()
         indexed = sorted(known)  # the files under a directory that went are found by bisection, not a pass each
         removed: set[str] = set()
-        changed: list[SourceFile] = []
+        changed: dict[str, SourceFile] = {}  # by path: a directory and a file in it may both be listed
         for rel in sorted(set(paths)):
             name = PurePosixPath(rel).name
             if name in IGNORE_FILES:
@@ -239,7 +239,7 @@ class CodeIndexer:
             if absolute.is_dir():  # created, or moved in: only its new or changed files are parsed
                 for source in walk(self.root, self.rules, Skipped(), self.max_file_bytes, under=rel):
                     if not _unchanged(known.get(source.path), source.size, source.mtime_ns):
-                        changed.append(source)
+                        changed[source.path] = source
             elif (spec := language_for(rel)) is not None:
                 try:
                     info = absolute.stat()
@@ -251,8 +251,8 @@ class CodeIndexer:
                 if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:  # too large, binary, ...
                     removed.update(files_under(indexed, rel))
                     continue
-                changed.append(SourceFile(rel, spec, info.st_size, info.st_mtime_ns))
-        for batch in self._batches(self._parse_all(changed)):
+                changed[rel] = SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
+        for batch in self._batches(self._parse_all(changed.values())):
             parsed = [r for r in batch if isinstance(r, ParsedFile)]
             removed.update(r[0] for r in batch if not isinstance(r, ParsedFile) and r[0] in known)  # gone, unreadable
             if parsed or removed:
