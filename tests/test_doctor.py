@@ -58,6 +58,7 @@ async def test_doctor_repairs_derived_data_and_reports_a_damaged_journal_without
     }, found
     assert "3 memories have no vector" in found["vectors"]["detail"]
     assert "new or changed: 1" in found["code index"]["detail"]
+    assert "no running server watches this tree" in found["code index"]["detail"]
 
     fixed = doctor(project, "--fix")
     assert {check for check, state in states(fixed).items() if state == "fixed"} == {"permissions", "vectors", "code index"}, fixed

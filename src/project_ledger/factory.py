@@ -12,6 +12,7 @@ from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.search import CODE_PAYLOAD, CodeSearch
 from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeStore
+from project_ledger.code.watch_state import WATCH_STATE_NAME
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
 from project_ledger.file_lock import FileLock
@@ -267,7 +268,7 @@ def open_code_service(
     search = CodeSearch(store, lambda: indexes.open("code"), for_code(embedder))
     return CodeService(
         root=paths.root, store=store, indexer=indexer, search=search, tokens=tokens, watch=settings.watch,
-        max_result_tokens=settings.max_result_tokens,
+        watch_state=paths.data_dir / WATCH_STATE_NAME, max_result_tokens=settings.max_result_tokens,
     )  # fmt: skip
 
 

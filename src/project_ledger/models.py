@@ -278,7 +278,10 @@ class CodeStatus(Record):
     languages: dict[str, int] = Field(description="Indexed files per language.")
     indexing: str | None = Field(description="Progress of a scan in progress, if any.")
     last_scan: ScanStatus | None
-    watcher: Literal["starting", "running", "off", "failed"] = Field(description="This process's file watcher.")
+    watcher: Literal["starting", "running", "rescanning", "off", "failed"] = Field(
+        description="This process's file watcher; rescanning the tree after it dropped events (a burst too large to follow)."
+    )
+    rescan: str | None = Field(default=None, description="The watcher's latest rescan after dropped events: due, under way, or done.")
     pending_vectors: int = Field(description="Symbols without a dense vector yet (search_code ranks them on BM25).")
     search_lag: int | None = Field(description="Code revisions not yet in the search index; null while it opens.")
     error: str | None = None

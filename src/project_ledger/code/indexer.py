@@ -9,6 +9,7 @@ calling thread.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import os
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from project_ledger.code.languages import Grammars, language_for
 from project_ledger.code.parsing import Result, WorkItem, parse_file, parse_pooled
@@ -27,6 +29,7 @@ from project_ledger.code.store import CodeStore
 BATCH_FILES = 200  # files per transaction
 POOL_MIN_FILES = 64  # fewer changed files than this are parsed in-thread: starting workers costs more
 CHUNK_FILES = 16  # files per task sent to a worker process
+T = TypeVar("T")
 
 
 @dataclass
@@ -48,13 +51,15 @@ class Progress:
     total: int = 0
     last: ScanSummary | None = None
     last_error: str | None = None
+    why: str | None = None  # why a scan runs, when it is not the one at start (say, the watcher dropped events)
 
     def note(self) -> str | None:
         if not self.running:
             return None
+        head = f"{self.why}: " if self.why else ""
         if self.total == 0:
-            return "indexing: listing source files; results may be incomplete"
-        return f"indexing {self.done}/{self.total} files; results may be incomplete"
+            return f"{head}indexing: listing source files; results may be incomplete"
+        return f"{head}indexing {self.done}/{self.total} files; results may be incomplete"
 
 
 class CodeIndexer:
@@ -73,13 +78,14 @@ class CodeIndexer:
 
     # -- full scans --------------------------------------------------------------
 
-    def scan(self, report: Callable[[Progress], None] = lambda _: None) -> ScanSummary:
-        """Bring the tables in line with the whole tree. Safe to call while the watcher feeds `update_paths`."""
+    def scan(self, report: Callable[[Progress], None] = lambda _: None, why: str | None = None) -> ScanSummary:
+        """Bring the tables in line with the whole tree. Safe to call while the watcher feeds `update_paths`.
+        `why` heads the progress note, when the reason is not the usual one."""
         with self._scan_lock:
             self.rules = IgnoreRules(self.root)
             summary = ScanSummary()
             started = time.perf_counter()
-            self.progress = Progress(running=True, last=self.progress.last)
+            self.progress = Progress(running=True, last=self.progress.last, why=why)
             report(self.progress)
             bulk = False
             wrote = False
@@ -104,7 +110,7 @@ class CodeIndexer:
                     bulk = True
                     self.store.defer_indexes()
                     changed = self._listed(walk(self.root, self.rules, summary.skipped, self.max_file_bytes), found)
-                for batch in self._batches(self._parse_all(changed, summary)):
+                for batch in self._batches(self._parsed(self._parse_all(changed), summary)):
                     if self.cancelled.is_set():
                         break
                     self.store.apply(batch)
@@ -164,9 +170,9 @@ class CodeIndexer:
             yield source
         self.progress.total = len(found)
 
-    def _parse_all(self, files: Iterable[SourceFile], summary: ScanSummary) -> Iterator[ParsedFile]:
+    def _parse_all(self, files: Iterable[SourceFile]) -> Iterator[Result]:
         """Parse `files` (a list, or a walk still under way) in this thread if they are few, else in worker processes,
-        which start as soon as the first POOL_MIN_FILES are known."""
+        which start as soon as the first POOL_MIN_FILES are known. Ends early when the indexer is cancelled."""
         items: Iterator[WorkItem] = ((f.path, f.language.name, f.size, f.mtime_ns) for f in files)
         if self.cancelled.is_set():
             return
@@ -183,15 +189,21 @@ class CodeIndexer:
         for result in results:
             if self.cancelled.is_set():
                 return
+            yield result
+
+    @staticmethod
+    def _parsed(results: Iterable[Result], summary: ScanSummary) -> Iterator[ParsedFile]:
+        """The files that parsed; the others are counted as skipped, with their reason."""
+        for result in results:
             if isinstance(result, ParsedFile):
                 yield result
             else:
                 summary.skipped.add(result[1].split(" (")[0], result[0])
 
     @staticmethod
-    def _batches(parsed: Iterable[ParsedFile]) -> Iterator[list[ParsedFile]]:
-        batch: list[ParsedFile] = []
-        for item in parsed:
+    def _batches(items: Iterable[T]) -> Iterator[list[T]]:
+        batch: list[T] = []
+        for item in items:
             batch.append(item)
             if len(batch) >= BATCH_FILES:
                 yield batch
@@ -205,44 +217,60 @@ class CodeIndexer:
         """Re-index paths relative to the root that were created, changed, moved or deleted.
 
         A path that no longer exists purges its file, or every file under it if
-        it was a directory; a directory that appeared is walked. An edited ignore
-        file means a full scan, which is returned as True for the caller to run.
+        it was a directory; a directory that appeared is walked. Many files at
+        once (a branch switch) are parsed in the pool and stored in batches, as
+        a scan's are. An edited ignore file means a full scan, which is returned
+        as True for the caller to run.
         """
-        parsed: list[Result] = []
-        removed: set[str] = set()
         known = self.store.files()
+        indexed = sorted(known)  # the files under a directory that went are found by bisection, not a pass each
+        removed: set[str] = set()
+        changed: dict[str, SourceFile] = {}  # by path: a directory and a file in it may both be listed
         for rel in sorted(set(paths)):
-            if PurePosixPath(rel).name in IGNORE_FILES:
+            name = PurePosixPath(rel).name
+            if name in IGNORE_FILES:
                 return True
             absolute = self.root / rel
             if not absolute.exists() or absolute.is_symlink():
-                removed.update(p for p in known if p == rel or p.startswith(rel + "/"))
+                removed.update(files_under(indexed, rel))
                 continue
-            if self.rules.excluded(rel) is not None or PurePosixPath(rel).name in SKIPPED_DIRS:
+            if self.rules.excluded(rel) is not None or name in SKIPPED_DIRS:
                 continue
             if absolute.is_dir():  # created, or moved in: only its new or changed files are parsed
                 for source in walk(self.root, self.rules, Skipped(), self.max_file_bytes, under=rel):
                     if not _unchanged(known.get(source.path), source.size, source.mtime_ns):
-                        parsed.append(self._parse_one(source.path, source.language.name))
+                        changed[source.path] = source
             elif (spec := language_for(rel)) is not None:
-                parsed.append(self._parse_one(rel, spec.name, known.get(rel)))
-        good = [p for p in parsed if isinstance(p, ParsedFile)]
-        removed.update(p[0] for p in parsed if isinstance(p, tuple) and p[1] != "unchanged")  # gone, too large, binary
-        if good or removed:
-            self.store.apply(good, removed=sorted(removed))
+                try:
+                    info = absolute.stat()
+                except OSError:  # gone again
+                    removed.update(files_under(indexed, rel))
+                    continue
+                if _unchanged(known.get(rel), info.st_size, info.st_mtime_ns):
+                    continue
+                if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:  # too large, binary, ...
+                    removed.update(files_under(indexed, rel))
+                    continue
+                changed[rel] = SourceFile(rel, spec, info.st_size, info.st_mtime_ns)
+        for batch in self._batches(self._parse_all(changed.values())):
+            parsed = [r for r in batch if isinstance(r, ParsedFile)]
+            removed.update(r[0] for r in batch if not isinstance(r, ParsedFile) and r[0] in known)  # gone, unreadable
+            if parsed or removed:
+                self.store.apply(parsed, removed=sorted(removed))
+                removed.clear()
+                self.on_change()
+        if removed:
+            self.store.apply([], removed=sorted(removed))
             self.on_change()
         return False
 
-    def _parse_one(self, rel: str, language: str, record: FileRecord | None = None) -> Result:
-        try:
-            info = (self.root / rel).stat()
-        except OSError:
-            return rel, "deleted"
-        if _unchanged(record, info.st_size, info.st_mtime_ns):
-            return rel, "unchanged"
-        if check_file(self.root, rel, info.st_size, self.max_file_bytes) is not None:
-            return rel, "not indexable"
-        return parse_file(self.grammars, self.root, rel, language, info.st_size, info.st_mtime_ns, redact=self.redact)
+
+def files_under(indexed: list[str], rel: str) -> list[str]:
+    """The indexed files (`indexed`, sorted) that are `rel` or lie under it."""
+    found = [rel] if (i := bisect.bisect_left(indexed, rel)) < len(indexed) and indexed[i] == rel else []
+    start = bisect.bisect_left(indexed, rel + "/")
+    end = bisect.bisect_left(indexed, rel + "0")  # "0" follows "/": the first path past those under rel/
+    return found + indexed[start:end]
 
 
 def _unchanged(record: FileRecord | None, size: int, mtime_ns: int) -> bool:

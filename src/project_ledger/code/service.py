@@ -20,7 +20,8 @@ from project_ledger.code.links import project_path
 from project_ledger.code.search import CodeSearch
 from project_ledger.code.store import EXACT_NAME, CodeStore, StoredSymbol, like_escape, qualname_ends, qualname_in, scope
 from project_ledger.code.symbols import KINDS
-from project_ledger.code.watcher import CodeWatcher
+from project_ledger.code.watch_state import WatchReport, read_watch_state
+from project_ledger.code.watcher import CodeWatcher, WatcherState
 from project_ledger.errors import InvalidArgument, StorageError
 from project_ledger.models import (
     CodeHit,
@@ -67,15 +68,18 @@ class CodeService:
         search: CodeSearch,
         tokens: TokenCounter,
         watch: bool,
+        watch_state: Path | None = None,
         max_result_tokens: int = 25_000,
     ) -> None:
+        """`watch_state`: where a running watcher says what it does, for other processes (`watch_state.py`)."""
         self.root = root
         self.max_result_tokens = max_result_tokens  # the largest repo map (LEDGER_MAX_RESULT_TOKENS)
         self.store = store
         self.indexer = indexer
         self.search = search
         self.tokens = tokens
-        self.watcher = CodeWatcher(root, indexer) if watch else None
+        self.watch_state = watch_state
+        self.watcher = CodeWatcher(root, indexer, state_file=watch_state) if watch else None
         self._map_cache: tuple[tuple[object, ...], RepoMapResult] | None = None
         self._scan_thread: threading.Thread | None = None
         indexer.on_change = search.kick
@@ -101,7 +105,7 @@ class CodeService:
 
     def watch_until_interrupted(self, report: Callable[[str], None]) -> None:
         """The CLI's `index --watch`: follow edits in the foreground until Ctrl-C."""
-        watcher = CodeWatcher(self.root, self.indexer, on_update=lambda paths: report(f"re-indexed {', '.join(sorted(paths))}"))
+        watcher = CodeWatcher(self.root, self.indexer, report=report, state_file=self.watch_state)
         watcher.start()
         if watcher.state != "running":
             raise StorageError("the file watcher could not start (see the log above)")
@@ -280,7 +284,11 @@ class CodeService:
         self._map_cache = (key, answer)
         return answer
 
-    def _watcher_state(self) -> Literal["starting", "running", "off", "failed"]:
+    def watching_process(self) -> WatchReport | None:
+        """What the file watcher of a running process on this project (a server) reports, if one runs."""
+        return read_watch_state(self.watch_state) if self.watch_state is not None else None
+
+    def _watcher_state(self) -> WatcherState | Literal["starting"]:
         """This process's watcher: off in one that never starts it (the CLI), starting until its first try is over."""
         if self.watcher is None or self._scan_thread is None:
             return "off"
@@ -301,6 +309,7 @@ class CodeService:
                 seconds=round(last.seconds, 3), skipped=last.skipped.counts,
             ) if last else None,  # fmt: skip
             watcher=self._watcher_state(),
+            rescan=self.watcher.rescan_note() if self.watcher is not None else None,
             pending_vectors=self.search.pending_vectors(),
             search_lag=self.search.lag(),
             error=progress.last_error or self.search.error,

@@ -1,9 +1,16 @@
-"""Watches the source tree and hands changed paths to the indexer, debounced.
+"""Watches the source tree and hands changed paths to the indexer, debounced; rescans the tree when events were lost.
 
 watchdog's observer thread only records paths; a second thread waits until
 events have been quiet for a moment (or a burst has lasted long enough), then
 re-indexes what changed. An edit is usually searchable a fraction of a second
 after it is saved.
+
+When events were lost (the kernel's inotify queue overflowed, see `observer.py`,
+or an event could not be handled) the paths recorded say too little: the same
+thread rescans the whole tree instead, as a restart would (only files whose size
+or mtime changed are read again), and `status` and `doctor` say so while it
+runs. Paths that could not be re-indexed (say, on a full disk) are kept and
+tried again, not dropped.
 
 The root is watched on its own, and each top-level directory recursively,
 except vendored and tool directories (`.git`, `.ledger`, `node_modules`...):
@@ -18,35 +25,65 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from project_ledger.code.indexer import CodeIndexer
+from project_ledger.code.indexer import CodeIndexer, Progress, ScanSummary
 from project_ledger.code.source_files import SKIPPED_DIRS
+from project_ledger.code.watch_state import WatchPublisher
 from project_ledger.worker import Opening, RunAgain, Worker
 
 log = logging.getLogger(__name__)
 
 QUIET_SECONDS = 0.15  # wait this long after the last event...
 MAX_DELAY_SECONDS = 0.6  # ...but never longer than this after the first one
+RETRY_SECONDS = 5.0  # an idle watcher looks again this often, so work a full disk held back goes on without a new event
+RESCANNING = "rescanning after the watcher dropped events"
+OVERFLOW = "the kernel's inotify queue overflowed"
+WatcherState = Literal["running", "rescanning", "off", "failed"]
+
+
+@dataclass
+class Rescan:
+    """One rescan of the tree after the watcher dropped events."""
+
+    reason: str
+    at: str  # when the events were dropped, UTC
+    summary: ScanSummary | None = None  # None until it has finished
+    error: str | None = None
 
 
 class CodeWatcher:
-    def __init__(self, root: Path, indexer: CodeIndexer, on_update: Callable[[set[str]], None] = lambda _: None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        indexer: CodeIndexer,
+        report: Callable[[str], None] = lambda _: None,
+        state_file: Path | None = None,
+    ) -> None:
+        """`report` hears what each round re-indexed; with `state_file`, other processes can read what the watcher
+        is doing (`watch_state.py`)."""
         self.root = root
         self.indexer = indexer
-        self.on_update = on_update
+        self.report = report
+        self.rescans = 0  # since the watcher started
+        self.latest_rescan: Rescan | None = None
         self._pending: set[str] = set()
+        self._dropped: tuple[str, str] | None = None  # (why, when) events were lost since the last rescan began
         self._first_event = 0.0
         self._last_event = 0.0
         self._lock = threading.Lock()
+        self._watch_lock = threading.Lock()  # top-level watches change in the observer's thread and in the worker's
         self._observer: Any = None
         self._handler: Any = None
+        self._events: list[Any] = []  # the event types watched (`observer.EVENTS`)
         self._watches: dict[str, Any] = {}  # top-level directory name -> its recursive watch
+        self._publisher = WatchPublisher(state_file) if state_file is not None else None
         self._worker = Worker(
             "ledger-code-watch",
             [self._reindex_when_quiet],
-            poll_seconds=None,  # the observer wakes it with each event
+            poll_seconds=RETRY_SECONDS,  # and the observer wakes it with each event
             opening=Opening(
                 open=self._start_observer,
                 close=self._stop_observer,
@@ -57,9 +94,11 @@ class CodeWatcher:
         )
 
     @property
-    def state(self) -> Literal["running", "off", "failed"]:
+    def state(self) -> WatcherState:
         state = self._worker.status().state
-        return "running" if state == "paused" else state  # it still watches; only re-indexing waits for the disk
+        if state == "paused":
+            state = "running"  # it still watches; only re-indexing waits for the disk
+        return "rescanning" if state == "running" and self._rescan_due() else state
 
     @property
     def attempted(self) -> bool:
@@ -74,41 +113,77 @@ class CodeWatcher:
     def stop(self) -> None:
         self._worker.stop(timeout=10)
 
+    def rescan_note(self) -> str | None:
+        """The latest rescan after dropped events, due, under way or done, as `status` says it; None if there was none."""
+        with self._lock:
+            dropped = self._dropped
+        rescan = self.latest_rescan
+        if rescan is not None and rescan.summary is None and rescan.error is None:
+            return f"{RESCANNING} ({rescan.reason}, {rescan.at}): {_progress(self.indexer.progress)}"
+        if dropped is not None:
+            failed = f"; the last attempt failed ({rescan.error}), trying again" if rescan is not None and rescan.error else ""
+            return f"{RESCANNING} ({dropped[0]}, {dropped[1]}): starting once events are quiet for a moment{failed}"
+        if rescan is None or rescan.summary is None:
+            return None
+        done = rescan.summary
+        return (
+            f"rescanned the tree after the watcher dropped events ({rescan.reason}, {rescan.at}): "
+            f"{done.parsed:,} files re-indexed, {done.removed:,} removed, {done.files:,} in the tree, in {done.seconds:.1f} s"
+            + (f"; {self.rescans} rescans since the watcher started" if self.rescans > 1 else "")
+        )
+
+    def _rescan_due(self) -> bool:
+        rescan = self.latest_rescan
+        return self._dropped is not None or (rescan is not None and rescan.summary is None and rescan.error is None)
+
+    # -- the observer's side ------------------------------------------------------------
+
     def _start_observer(self) -> None:
         from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
+
+        from project_ledger.code.observer import EVENTS, create_observer
 
         watcher = self
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
-                if event.event_type in ("opened", "closed_no_write"):
-                    return
-                if event.is_directory and event.event_type == "modified":
-                    return  # a file inside changed: that file has its own event
-                watcher._record(event.src_path)
-                if getattr(event, "dest_path", ""):
-                    watcher._record(event.dest_path)
+                try:
+                    watcher._record(event.src_path)
+                    if getattr(event, "dest_path", ""):
+                        watcher._record(event.dest_path)
+                except Exception:  # an event not handled is an event lost (and the observer's thread would end)
+                    log.exception("the file watcher could not handle %s", event)
+                    watcher._events_dropped("an event could not be handled")
 
-        self._observer = Observer()
+        self._observer = create_observer(self.root, lambda: self._events_dropped(OVERFLOW))
         self._handler = Handler()
-        self._observer.schedule(self._handler, str(self.root), recursive=False)
+        self._events = EVENTS
+        self._observer.schedule(self._handler, str(self.root), recursive=False, event_filter=self._events)
         for entry in sorted(self.root.iterdir()):
             self._watch_top_level(entry.name)
         self._observer.start()  # e.g. the inotify watch limit fails it here
+        self._publish()
 
     def _stop_observer(self) -> None:
         if self._observer is not None:
             self._observer.stop()
             if self._observer.is_alive():  # one that failed to start has no thread to join
                 self._observer.join(timeout=5)
+        if self._publisher is not None:
+            self._publisher.close()
 
     def _watch_top_level(self, name: str) -> None:
         """Watch a top-level directory recursively (once), unless it is a skipped one or a symlink."""
         path = self.root / name
-        if name in SKIPPED_DIRS or name in self._watches or path.is_symlink() or not path.is_dir():
-            return
-        self._watches[name] = self._observer.schedule(self._handler, str(path), recursive=True)
+        with self._watch_lock:
+            if name in SKIPPED_DIRS or name in self._watches or path.is_symlink() or not path.is_dir():
+                return
+            self._watches[name] = self._observer.schedule(self._handler, str(path), recursive=True, event_filter=self._events)
+
+    def _unwatch_top_level(self, name: str) -> None:
+        with self._watch_lock:
+            if name in self._watches:
+                self._observer.unschedule(self._watches.pop(name))
 
     def _record(self, path: str | bytes) -> None:
         text = os.fsdecode(path)
@@ -122,34 +197,97 @@ class CodeWatcher:
             try:
                 if (self.root / rel).is_dir():
                     self._watch_top_level(rel)
-                elif rel in self._watches:
-                    self._observer.unschedule(self._watches.pop(rel))
+                else:
+                    self._unwatch_top_level(rel)
             except Exception:  # the directory went again meanwhile; the next event says so
                 log.debug("could not (un)watch %s", rel, exc_info=True)
-        now = time.monotonic()
         with self._lock:
-            if not self._pending:
-                self._first_event = now
+            self._note_event()
             self._pending.add(rel)
-            self._last_event = now
         self._worker.wake()
 
-    def _reindex_when_quiet(self) -> RunAgain | None:
-        """Re-index the changed paths once events have been quiet for QUIET_SECONDS, or a burst has lasted
-        MAX_DELAY_SECONDS; until then, ask to run again when that moment comes (a new event wakes it sooner)."""
+    def _events_dropped(self, why: str) -> None:
+        """Events were lost: the next round rescans the tree, once events have been quiet for a moment."""
+        log.warning("the file watcher dropped events (%s): the tree is rescanned once events are quiet", why)
         with self._lock:
-            if not self._pending:
+            self._note_event()
+            if self._dropped is None:
+                self._dropped = (why, time.strftime("%H:%M:%S UTC", time.gmtime()))
+        self._worker.wake()
+
+    def _note_event(self) -> None:
+        """Under `_lock`: an event (or a loss of events) came now."""
+        now = time.monotonic()
+        if not self._pending and self._dropped is None:
+            self._first_event = now
+        self._last_event = now
+
+    # -- the worker's side --------------------------------------------------------------
+
+    def _reindex_when_quiet(self) -> RunAgain | None:
+        """Re-index the changed paths (or rescan the tree, if events were lost) once events have been quiet for
+        QUIET_SECONDS, or a burst has lasted MAX_DELAY_SECONDS; until then, ask to run again when that moment comes
+        (a new event wakes it sooner)."""
+        with self._lock:
+            if not self._pending and self._dropped is None:
                 return None
             wait = min(self._last_event + QUIET_SECONDS, self._first_event + MAX_DELAY_SECONDS) - time.monotonic()
             if wait > 0:
                 return RunAgain(wait)
             paths, first, self._pending = self._pending, self._first_event, set()
+            dropped, self._dropped = self._dropped, None
         started = time.monotonic()
-        if self.indexer.update_paths(paths):
-            self.indexer.scan()  # an ignore file changed
+        try:
+            if dropped is not None:
+                self._rescan(*dropped)  # its walk sees whatever `paths` changed
+            elif self.indexer.update_paths(paths):
+                self.indexer.scan()  # an ignore file changed
+        except BaseException:
+            with self._lock:  # tried again in a later round: nothing is dropped
+                self._note_event()
+                self._pending |= paths
+                self._dropped = self._dropped or dropped
+            raise
         log.debug(
             "re-indexed %d paths in %.3fs, %.3fs after the first event",
             len(paths), time.monotonic() - started, time.monotonic() - first,
         )  # fmt: skip
-        self.on_update(paths)
+        if dropped is None:
+            self.report(f"re-indexed {', '.join(sorted(paths))}")
+        elif note := self.rescan_note():
+            self.report(note)
         return None
+
+    def _rescan(self, why: str, at: str) -> None:
+        rescan = self.latest_rescan = Rescan(why, at)
+        self.rescans += 1
+        self._publish()
+        try:
+            self._watch_top_levels()
+            rescan.summary = self.indexer.scan(lambda _: self._publish(), why=RESCANNING)
+        except BaseException as exc:
+            rescan.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self._publish()
+        log.info("%s", self.rescan_note())
+
+    def _watch_top_levels(self) -> None:
+        """Watch the top-level directories that appeared while events were lost; stop watching those that went."""
+        names = {entry.name for entry in os.scandir(self.root) if entry.is_dir(follow_symlinks=False)}
+        for name in sorted(names):
+            self._watch_top_level(name)
+        for name in sorted(set(self._watches) - names):
+            self._unwatch_top_level(name)
+
+    def _publish(self) -> None:
+        if self._publisher is not None:
+            self._publisher.publish("rescanning" if self._rescan_due() else "running", self.rescans, self.rescan_note())
+
+
+def _progress(progress: Progress) -> str:
+    if not progress.running or progress.why != RESCANNING:
+        return "waiting for the scan under way to end"
+    if not progress.total:
+        return "listing the source files"
+    return f"{progress.done:,} of {progress.total:,} changed files re-indexed"

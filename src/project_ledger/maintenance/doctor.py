@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from project_ledger.code.source_files import SKIPPED_DIRS
+from project_ledger.code.watch_state import WatchReport
 from project_ledger.errors import LedgerError
 from project_ledger.hook_log import HOOK_LOG
 from project_ledger.maintenance.service import MaintenanceService
@@ -183,9 +184,23 @@ def _code_index(maintenance: MaintenanceService, fix: bool) -> Finding:
         return _symbol_vectors(maintenance, fix, f"{maintenance.code_counts().files} files, in step with the source tree")
     detail = f"since the last index, source files new or changed: {changed}, deleted: {gone}"
     if not fix:
-        return Finding("code index", "warning", detail + " (a running server's watcher catches up); --fix indexes them now")
+        return Finding("code index", "warning", f"{detail} ({catching_up(maintenance.code_watcher())}); --fix indexes them now")
     summary = maintenance.scan_code()
     return _symbol_vectors(maintenance, fix, f"{detail}; indexed: {summary.parsed} parsed, {summary.removed} removed", "fixed")
+
+
+def catching_up(watching: WatchReport | None) -> str:
+    """Who brings changed files into the code index if nothing is done: the process whose watcher follows the tree
+    (read from the state it publishes), or else the next server, as it starts."""
+    if watching is None:
+        return "no running server watches this tree: the next `serve` indexes them as it starts"
+    if watching.state == "rescanning" and watching.rescan:
+        return f"{_watching(watching)} is {watching.rescan}"
+    return f"{_watching(watching)} re-indexes changes as they come; if these stay listed, its watcher missed them"
+
+
+def _watching(report: WatchReport) -> str:
+    return f"the process watching the tree (pid {report.pid})" if report.pid else "a process watching the tree"
 
 
 def _symbol_vectors(maintenance: MaintenanceService, fix: bool, detail: str, state: State = "ok") -> Finding:
@@ -218,6 +233,8 @@ def _watcher(maintenance: MaintenanceService) -> Finding:
         return Finding(
             "watcher", "problem", f"the file watcher could not start ({counted}); raise fs.inotify.max_user_watches or set LEDGER_WATCH=false"
         )
+    if (watching := maintenance.code_watcher()) is not None and watching.rescan:
+        counted += f"; {_watching(watching)}: {watching.rescan}"
     if limit and directories > limit // 2:
         return Finding("watcher", "warning", f"starts, but {counted}: other programs' watches may exhaust it")
     return Finding("watcher", "ok", f"starts; {counted}")

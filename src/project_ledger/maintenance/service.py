@@ -18,6 +18,7 @@ from typing import Protocol
 from project_ledger.code.indexer import ScanSummary
 from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeCounts
+from project_ledger.code.watch_state import WatchReport
 from project_ledger.code.watcher import CodeWatcher
 from project_ledger.config import IndexKind, ProjectPaths
 from project_ledger.errors import IndexUnavailable, InvalidArgument, StorageError
@@ -183,6 +184,10 @@ class MaintenanceService:
     def code_out_of_date(self) -> tuple[int, int]:
         """Source files (new or changed, deleted) since the last scan."""
         return self._require_code().indexer.out_of_date()
+
+    def code_watcher(self) -> WatchReport | None:
+        """What the file watcher of a running process on this project (a server) reports, if one runs."""
+        return self._require_code().watching_process()
 
     def code_counts(self) -> CodeCounts:
         return self._require_code().store.counts()
