@@ -22,7 +22,6 @@ from project_ledger.hook_log import HOOK_LOG
 from project_ledger.maintenance.service import MaintenanceService
 from project_ledger.memory.conversation import EVENTS
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
-from project_ledger.search.edge_index import MIN_FREE_BYTES
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
 INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_watches")
@@ -107,12 +106,18 @@ def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:
 
 
 def _disk(maintenance: MaintenanceService) -> Finding:
+    """Free space against what the embedded index needs to load and write its shard (see the README's "Low disk
+    space" for what happens at each level)."""
     free = shutil.disk_usage(maintenance.paths.data_dir).free
+    needed = maintenance.index_room_needed()
     detail = f"{free / 2**20:,.0f} MB free where the data directory is"
-    if free < MIN_FREE_BYTES:
+    if needed is None:
+        return Finding("disk", "ok", detail)
+    detail += f"; the embedded index needs {needed / 2**20:,.0f} MB to load and write its shard"
+    if free < needed:
         return Finding(
-            "disk", "warning", f"{detail}: the embedded index stops writing below {MIN_FREE_BYTES // 2**20} MB, and the journal "
-            "refuses writes with a clear error when the disk is full; nothing stored is lost",
+            "disk", "warning", f"{detail}, so it is held in memory until there is room (searches go on, complete); the "
+            "journal takes writes until the disk is full, then refuses them with a clear error; nothing stored is lost",
         )
     return Finding("disk", "ok", detail)
 
@@ -159,6 +164,8 @@ def _index(maintenance: MaintenanceService, fix: bool) -> Finding:
         if not fix:
             return Finding("index", "problem", detail + "; --fix rebuilds it")
         return Finding("index", "fixed", f"{detail}; rebuilt: {maintenance.rebuild_index()} memories")
+    if maintenance.index_held_in_memory():
+        return Finding("index", "warning", f"{expected} memories, held in memory: the disk has no room to write the index (see disk)")
     events = "; ".join(maintenance.index_events())
     if events:
         return Finding("index", "fixed", f"{events}; now {expected} memories, in step with the journal")
