@@ -7,30 +7,39 @@ and fills, or remounts read-only.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
-from .conftest import Ledger, Project, connect, run_cli, serve
+from .conftest import Ledger, Project, cli, connect, run_cli, serve
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mountpoint = tmp_path / "disk"
+@contextmanager
+def tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (`20m`) mounted at `mountpoint` while the block runs; the test is skipped without root."""
     mountpoint.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(mountpoint)], capture_output=True, text=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mountpoint)], capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"mounting a tmpfs needs root with CAP_SYS_ADMIN: {mounted.stderr.strip()}")
     try:
         yield mountpoint
     finally:
         subprocess.run(["umount", "--lazy", str(mountpoint)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk", "256m") as mountpoint:
+        yield mountpoint
 
 
 def fill(disk: Path) -> Path:
@@ -44,6 +53,11 @@ def fill(disk: Path) -> Path:
         except OSError:
             pass
     return filler
+
+
+def leave_free(filler: Path, free: int) -> None:
+    """Shorten `filler`, which took every free byte of its disk, so that `free` bytes are free again."""
+    os.truncate(filler, max(filler.stat().st_size - free, 0))
 
 
 def cli_failure(project: Project, *args: str) -> str:
@@ -149,3 +163,79 @@ async def test_a_journal_locked_by_another_process_gives_a_clear_error_and_write
             holder.stdout.close()
         kept[await ledger.remember("Written once the lock was released.")] = "Written once the lock was released."
         await all_found(ledger, kept)
+
+
+FACTS = {
+    "staging": "The staging database runs on pg-stage-7 behind PgBouncer.",
+    "deploys": "Deploys to production happen on Tuesdays after the 10:00 stand-up.",
+    "queue": "Invoice exports go through the billing-export queue, retried three times.",
+}
+
+
+async def answers_from_memory(ledger: Ledger, kept: dict[str, str]) -> None:
+    """Each fact is the first `recall` result for its own words, and the `context` pack for them holds it."""
+    for memory_id, text in kept.items():
+        assert (await ledger.recall(text, k=3))[0]["id"] == memory_id
+        assert memory_id in (await ledger.call("context", query=text, token_budget=2000))["ids"]
+
+
+async def test_on_a_20_mb_volume_recall_and_context_work_from_the_first_call_and_after_a_restart(project: Project, tmp_path: Path) -> None:
+    """The index's shard takes most of 20 MB; loading it again needs more than is left, so the second server holds
+    the index in memory, caught up from the journal, and answers the same."""
+    with tmpfs(tmp_path / "disk", "20m") as disk:
+        project.env["LEDGER_DATA_DIR"] = str(disk / "ledger")
+        async with serve(project) as ledger:
+            kept = {await ledger.remember(text): text for text in FACTS.values()}
+            await ledger.settled()
+            await answers_from_memory(ledger, kept)
+        async with serve(project) as ledger:
+            await answers_from_memory(ledger, kept)
+            status = await ledger.settled()
+            assert status["index"]["points"] == len(kept)
+            assert any("index held in memory" in event and "to load the index" in event for event in status["index"]["events"])
+            kept[await ledger.remember("Written on the small volume: the cache TTL is 90 seconds.")] = (
+                "Written on the small volume: the cache TTL is 90 seconds."
+            )
+            await answers_from_memory(ledger, kept)
+        assert cli(project, "recall", FACTS["queue"], "-k", "1", "--json")["results"][0]["text"] == FACTS["queue"]
+        findings = {finding["check"]: finding for finding in cli_findings(project)}
+        assert findings["disk"]["state"] == "warning" and "held in memory" in findings["disk"]["detail"], findings["disk"]
+
+
+def cli_findings(project: Project) -> list[dict[str, object]]:
+    """`doctor --json`, which exits 1 when it finds a problem; on a small disk it finds warnings only."""
+    completed = run_cli(project, "doctor", "--json")
+    assert completed.returncode == 0 and "Traceback" not in completed.stderr, completed.stderr
+    return json.loads(completed.stdout)
+
+
+async def test_a_disk_filling_during_a_session_leaves_recall_and_context_answering(project: Project, tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "64m") as disk:
+        project.env["LEDGER_DATA_DIR"] = str(disk / "ledger")
+        async with serve(project) as ledger:
+            kept = {await ledger.remember(text): text for text in FACTS.values()}
+            await ledger.settled()
+            filler = fill(disk)
+
+            await answers_from_memory(ledger, kept)
+            assert "disk is full" in await ledger.error("remember", text="Arrived on a full disk.")
+            assert cli(project, "recall", FACTS["deploys"], "-k", "1", "--json")["results"][0]["text"] == FACTS["deploys"]
+            assert FACTS["staging"] in cli(project, "context", FACTS["staging"])
+
+            # Room for the journal, not for the index: the index is held in memory, and finds what is written now.
+            leave_free(filler, 2**20)
+            late = "Written with one megabyte free: the search cluster is es-prod-3."
+            kept[await ledger.remember(late)] = late
+            await answers_from_memory(ledger, kept)
+            events = (await ledger.call("status"))["index"]["events"]
+            assert any("index held in memory" in event for event in events), events
+
+            filler.unlink()
+            with anyio.fail_after(30):  # the worker's next round finds the room and writes the index to disk
+                while not any("index written to disk again" in event for event in (await ledger.call("status"))["index"]["events"]):
+                    await anyio.sleep(0.2)
+            await answers_from_memory(ledger, kept)
+        async with serve(project) as ledger:
+            status = await ledger.settled()
+            assert status["index"]["points"] == len(kept) and not any("held in memory" in event for event in status["index"]["events"])
+            await answers_from_memory(ledger, kept)

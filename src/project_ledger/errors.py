@@ -31,3 +31,11 @@ class IndexUnavailable(LedgerError):
 
 class StorageError(LedgerError):
     """The journal could not be read or written (disk full, read-only, locked)."""
+
+
+class JournalDamaged(StorageError):
+    """The journal file is damaged: what was stored in its damaged parts may be lost (`doctor` says what to do)."""
+
+    def __init__(self, message: str, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause  # SQLite's own words: "database disk image is malformed"

@@ -165,6 +165,14 @@ class SearchIndexes:
 
         return EdgeIndex.read_slot(self._paths.index_dir, self._embedders[kind].identity, prefix=SLOT_PREFIXES[kind])
 
+    def room_needed(self) -> int | None:
+        """Free bytes the embedded memory index needs to load (or create) and write its shard; None on a server."""
+        if self._settings.uses_qdrant_server:
+            return None
+        from project_ledger.search.edge_index import room_needed
+
+        return room_needed(self._paths.index_dir, PAYLOADS["memories"], SLOT_PREFIXES["memories"])
+
     def _open_embedded(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.search.edge_index import EdgeIndex
 

@@ -53,6 +53,7 @@ Examples:
   project-ledger symbols UserService.update_profile
   project-ledger export backup.jsonl        # every memory, tombstones included; `import` reads it back
   project-ledger doctor --fix               # check the journal, index, model and watcher; repair what is safe
+  project-ledger salvage rescued.jsonl      # a damaged journal: every memory that can still be read, as an export
 """
 
 
@@ -76,6 +77,7 @@ ELSEWHERE = {
     "audit": "project_ledger.cli.access:audit",
     "hook": "project_ledger.cli.hooks:hook_group",
     "import-transcripts": "project_ledger.cli.transcripts:import_transcripts",
+    "salvage": "project_ledger.cli.salvage:salvage_command",
 }
 
 
@@ -399,10 +401,15 @@ def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
       project-ledger doctor
       project-ledger doctor --fix
     """
-    from project_ledger.maintenance.doctor import examine
+    from project_ledger.config import resolve_paths
+    from project_ledger.errors import JournalDamaged
+    from project_ledger.maintenance.doctor import damaged_journal, examine
 
-    with opened_services(settings) as services:
-        findings = examine(services.maintenance, fix)
+    try:
+        with opened_services(settings) as services:
+            findings = examine(services.maintenance, fix)
+    except JournalDamaged as exc:  # too damaged to open: nothing else can be checked, and salvage is what to do
+        findings = [damaged_journal(resolve_paths(settings, Path.cwd()), exc)]
     if as_json:
         say_json(json.dumps([dataclasses.asdict(finding) for finding in findings], indent=2))
     else:
@@ -420,13 +427,18 @@ def export_command(settings: Settings, destination: Path) -> None:
     """Write every memory, forgotten ones as tombstones, as JSON lines (default: to stdout).
 
     The backup, and the way to move a ledger to another machine or backend.
-    A file is written under a temporary name and renamed when complete.
+    A file is written under a temporary name and renamed when complete, and
+    only its owner can read it (mode 600). An export that meets a damaged page
+    of the journal fails and writes nothing: `project-ledger salvage` writes
+    what can still be read.
 
     \b
     Examples:
       project-ledger export ledger-backup.jsonl
       project-ledger export | gzip > ledger-backup.jsonl.gz
     """
+    from project_ledger.cli.export_file import write_privately
+
     with opened_services(settings) as services, progress_bars() as report:
         ledger, counts = services.ledger, services.maintenance.counts()
         lines = 1 + sum(counts.by_kind.values()) + counts.superseded + counts.forgotten  # the header, then every memory
@@ -434,16 +446,9 @@ def export_command(settings: Settings, destination: Path) -> None:
             shown = JsonSafeWriter(sys.stdout)  # a terminal, perhaps: no raw DEL, C1 or bidi control reaches it
             header = ledger.export(CountingWriter(shown, step="exporting memories", total=lines, report=report))
         else:
-            partial = destination.with_name(destination.name + ".partial")
-            try:
-                with partial.open("w", encoding="utf-8") as out:
-                    header = ledger.export(CountingWriter(out, step="exporting memories", total=lines, report=report))
-                    out.flush()
-                    os.fsync(out.fileno())
-                partial.replace(destination)
-            except OSError as exc:
-                partial.unlink(missing_ok=True)
-                raise click.ClickException(f"could not write {destination}: {exc.strerror or exc}") from None
+            header = write_privately(
+                destination, lambda out: ledger.export(CountingWriter(out, step="exporting memories", total=lines, report=report))
+            )
     say(f"exported {header.memories} memories and {header.tombstones} tombstones to {destination}", err=True)
 
 

@@ -167,6 +167,9 @@ class CodeSearch:
             # A scan's rows and points were freed, but malloc keeps their pages until told (36 MB right after
             # django's scan); an edit's few rows are not worth the heap walk.
             release_freed_memory()
+        for event in index.events:  # held in memory on a full disk, or written back: logged, not kept
+            log.warning("code search index: %s", event)
+        index.events.clear()
 
     def embed_all(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every symbol that has no vector yet, now, in this thread (the CLI's way; a server does it in the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import stat
 from dataclasses import dataclass
@@ -18,12 +19,12 @@ from typing import Literal
 
 from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.code.watch_state import WatchReport
-from project_ledger.errors import LedgerError
+from project_ledger.config import ProjectPaths
+from project_ledger.errors import JournalDamaged, LedgerError
 from project_ledger.hook_log import HOOK_LOG
 from project_ledger.maintenance.service import MaintenanceService
 from project_ledger.memory.conversation import EVENTS
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
-from project_ledger.search.edge_index import MIN_FREE_BYTES
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
 INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_watches")
@@ -40,12 +41,14 @@ def examine(maintenance: MaintenanceService, fix: bool) -> list[Finding]:
     """Every check, in the order a repair depends on: storage first, then what is derived from it."""
     journal = _journal(maintenance)
     findings = [_permissions(maintenance, fix), _disk(maintenance), journal, _model(maintenance)]
-    if journal.state == "problem":
-        findings += [Finding(check, "skipped", "derived from the journal, which must be sound first") for check in ("index", "vectors")]
+    derived = ["index", "vectors", *(["code index"] if maintenance.has_code else [])]
+    if journal.state == "problem":  # the code index's tables are in the journal's file too
+        findings += [Finding(check, "skipped", "derived from the journal, which must be sound first") for check in derived]
     else:
         findings += [_index(maintenance, fix), _vectors(maintenance, fix)]
+        findings += [_code_index(maintenance, fix)] if maintenance.has_code else []
     if maintenance.has_code:
-        findings += [_code_index(maintenance, fix), _watcher(maintenance)]
+        findings += [_watcher(maintenance)]
     return [*findings, _context(maintenance.paths.project_context), _hooks(maintenance.paths.root, maintenance.paths.data_dir)]
 
 
@@ -108,12 +111,18 @@ def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:
 
 
 def _disk(maintenance: MaintenanceService) -> Finding:
+    """Free space against what the embedded index needs to load and write its shard (see the README's "Low disk
+    space" for what happens at each level)."""
     free = shutil.disk_usage(maintenance.paths.data_dir).free
+    needed = maintenance.index_room_needed()
     detail = f"{free / 2**20:,.0f} MB free where the data directory is"
-    if free < MIN_FREE_BYTES:
+    if needed is None:
+        return Finding("disk", "ok", detail)
+    detail += f"; the embedded index needs {needed / 2**20:,.0f} MB to load and write its shard"
+    if free < needed:
         return Finding(
-            "disk", "warning", f"{detail}: the embedded index stops writing below {MIN_FREE_BYTES // 2**20} MB, and the journal "
-            "refuses writes with a clear error when the disk is full; nothing stored is lost",
+            "disk", "warning", f"{detail}, so it is held in memory until there is room (searches go on, complete); the "
+            "journal takes writes until the disk is full, then refuses them with a clear error; nothing stored is lost",
         )
     return Finding("disk", "ok", detail)
 
@@ -121,19 +130,34 @@ def _disk(maintenance: MaintenanceService) -> Finding:
 def _journal(maintenance: MaintenanceService) -> Finding:
     try:
         problems = maintenance.journal_problems()
-        counts = maintenance.counts()
-    except LedgerError as exc:
-        problems = [str(exc)]
-    if problems:
+        counts = None if problems else maintenance.counts()
+    except JournalDamaged as exc:
+        return damaged_journal(maintenance.paths, exc)
+    except LedgerError as exc:  # it says what to do
+        return Finding("journal", "problem", str(exc))
+    if counts is None:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        return Finding(
-            "journal",
-            "problem",
-            f"{shown}. Copy {maintenance.paths.journal} somewhere safe, `project-ledger export` what can still be read, "
-            "then import that export into a fresh data directory",
-        )
+        return Finding("journal", "problem", f"{shown}. {salvage_advice(maintenance.paths.journal, maintenance.paths.data_dir)}")
     live = sum(counts.by_kind.values()) + counts.superseded
     return Finding("journal", "ok", f"integrity check passed; {live} memories, {counts.forgotten} tombstones")
+
+
+def damaged_journal(paths: ProjectPaths, exc: JournalDamaged) -> Finding:
+    """The finding for a journal too damaged to open or read through; the CLI's `doctor` reports it alone when the
+    journal cannot even be opened."""
+    return Finding("journal", "problem", f"{paths.journal} is damaged ({exc.cause}). {salvage_advice(paths.journal, paths.data_dir)}")
+
+
+def salvage_advice(journal: Path, data_dir: Path) -> str:
+    """The procedure that saves what a damaged journal still holds, as commands to run (the tests run them)."""
+    rescued, journal_arg, data_arg = "rescued.jsonl", shlex.quote(str(journal)), shlex.quote(str(data_dir))
+    return (
+        "Memories stored in its damaged parts may be lost. With no server running for this project: "
+        f"`project-ledger salvage --journal {journal_arg} {rescued}` writes every memory that can still be read and says "
+        f"what could not; `mv {data_arg} {shlex.quote(str(data_dir) + '-damaged')}` keeps the damaged files; "
+        f"`project-ledger import --data-dir {data_arg} {rescued}` puts the memories in a fresh data directory (the index, "
+        "vectors and code index are rebuilt there)"
+    )
 
 
 def _model(maintenance: MaintenanceService) -> Finding:
@@ -160,6 +184,8 @@ def _index(maintenance: MaintenanceService, fix: bool) -> Finding:
         if not fix:
             return Finding("index", "problem", detail + "; --fix rebuilds it")
         return Finding("index", "fixed", f"{detail}; rebuilt: {maintenance.rebuild_index()} memories")
+    if maintenance.index_held_in_memory():
+        return Finding("index", "warning", f"{expected} memories, held in memory: the disk has no room to write the index (see disk)")
     events = "; ".join(maintenance.index_events())
     if events:
         return Finding("index", "fixed", f"{events}; now {expected} memories, in step with the journal")

@@ -25,7 +25,7 @@ from project_ledger.errors import IndexUnavailable, InvalidArgument, StorageErro
 from project_ledger.memory.service import LedgerService
 from project_ledger.models import EmbeddingStatus
 from project_ledger.search.embedding import Embedder
-from project_ledger.search.index import SearchIndex
+from project_ledger.search.index import Compactable, SearchIndex
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Counts, Journal
 
@@ -49,6 +49,9 @@ class IndexCatalog(Protocol):
 
     def check_available(self) -> None:
         """Raise `IndexUnavailable` now if the backend cannot be used, rather than after a long job."""
+
+    def room_needed(self) -> int | None:
+        """Free bytes the embedded memory index needs to load (or create) and write its shard; None on a server."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,16 @@ class MaintenanceService:
     def index_figures(self, timeout: float) -> tuple[int, int] | None:
         """The index's (watermark, points); None if a rebuild holds it longer than `timeout` seconds."""
         return self._sync.figures(timeout=timeout)
+
+    def index_room_needed(self) -> int | None:
+        """Free bytes the embedded index needs to load and write its shard (below them it is held in memory); None
+        on a Qdrant server."""
+        return self._indexes.room_needed()
+
+    def index_held_in_memory(self) -> bool:
+        """Whether the index this process opened is held in memory for want of room on the disk."""
+        index = self._indexes.opened.get("memories")
+        return isinstance(index, Compactable) and index.held_in_memory
 
     def index_events(self) -> list[str]:
         """Rebuilds and repairs of the index since it opened."""

@@ -6,18 +6,27 @@ CLI) may work on one project at once. So each process takes the first free
 A slot keeps its shard (in a `shard-<id>/` folder) and a `state.json` with
 the journal revision it reflects; whichever process opens it next catches it up from the journal, which
 also holds the dense vectors, so catching up never re-runs the model.
+
+The engine writes through memory maps, where a full disk is not an error but SIGBUS, which kills the process;
+loading a shard writes too (it maps its payload indexes' files whole, for writing). So before each write the
+index checks the free space against what that write can take (`write_bytes`, `load_bytes`, `create_bytes`,
+measured by `benchmarks/index_disk.py`). Without it, the index is *held in memory* (`RamIndex`): every point
+is copied there (or, when the shard could not be loaded, caught up into it from the journal), searches answer
+from it, complete and current, and the shard is written again, with what changed meanwhile, once there is room.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from project_ledger.file_lock import FileLock
 from project_ledger.search.index import (
@@ -35,16 +44,79 @@ from project_ledger.search.index import (
 from project_ledger.search.process_memory import release_mapped_pages
 from project_ledger.search.sparse import SparseVec
 
+if TYPE_CHECKING:  # loaded when the disk runs short: numpy stays off the import path of `serve`
+    from project_ledger.search.ram_index import RamIndex
+
 MAX_SLOTS = 32
 PERSIST_SECONDS = 1.0  # at most one flush of the shard per second: a flush costs ~30 ms, and every write catches up
-# The engine writes through memory maps, and there a full disk is not an error but SIGBUS, which kills the process.
-# Below this much free space the shard is not written: the index falls behind the journal, which keeps every write
-# (or refuses it with a clear error), and catches up once there is room again.
-MIN_FREE_BYTES = 128 * 2**20
+# Free space a write of the shard needs, from `benchmarks/index_disk.py` (README, "Low disk space"). A point takes
+# about its float16 vector, 8 bytes per BM25 term, its payload and 300 bytes of the engine's own: each is counted
+# twice. Loading a shard maps its payload indexes' files whole for writing: their holes are allocated then. A new
+# shard writes two 1 MiB flag files per indexed payload field at once, and a few small files. SLACK_BYTES covers
+# the rest: a flush (at most 0.15 MB measured), the state file, and a new page in each file a write touches.
+SLACK_BYTES = 2 * 2**20
+POINT_OVERHEAD_BYTES = 512
+CREATE_BYTES_PER_FIELD = 2 * 2**20 + 64 * 2**10
+RESUME_CHECK_SECONDS = 1.0  # while held in memory, free space is looked at no more often than this
 # After this many points written, a flush also hands the written pages of the shard's files back
 # (`release_mapped_pages`): 15 MB after catching up 10,000 memories (the vectors count twice: mapped to write and to
 # read), which searches read again as they need; an edit's few points are not worth a walk of the mappings.
 RELEASE_AFTER_POINTS = 1000
+
+
+def point_bytes(point: Indexable) -> int:
+    """What writing `point` can allocate on disk, counted twice over (see SLACK_BYTES for the measurements)."""
+    dense = 2 * len(point.vector) if point.vector is not None else 0  # stored as float16
+    payload = len(json.dumps(point.payload(), ensure_ascii=False).encode())
+    return 2 * (dense + 8 * len(point.sparse.indices) + payload + POINT_OVERHEAD_BYTES)
+
+
+def write_bytes(points: Sequence[Indexable]) -> int:
+    """Free space needed before writing `points` to a shard and flushing it."""
+    return SLACK_BYTES + sum(point_bytes(point) for point in points)
+
+
+def load_bytes(shard_dir: Path) -> int:
+    """Free space needed before loading the shard in `shard_dir`: the holes of the payload index files, which
+    loading allocates, and the slack for its first flush."""
+    holes = 0
+    for path in shard_dir.rglob("*"):
+        if "payload_index" in path.parts and path.is_file():
+            stat = path.stat()
+            holes += max(0, stat.st_size - stat.st_blocks * 512)
+    return SLACK_BYTES + holes
+
+
+def create_bytes(payload: dict[str, PayloadType]) -> int:
+    """Free space needed before creating an empty shard with these indexed payload fields."""
+    return SLACK_BYTES + CREATE_BYTES_PER_FIELD * len(payload)
+
+
+def room_needed(index_dir: Path, payload: dict[str, PayloadType], prefix: str = "edge") -> int:
+    """Free space the first slot's shard needs to be loaded (or created) and written: below it, a process that opens
+    the index holds it in memory (`doctor` reports this)."""
+    slot = index_dir / f"{prefix}-0"
+    try:
+        shard = json.loads((slot / "state.json").read_text())["shard"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return create_bytes(payload)
+    return load_bytes(slot / shard) if (slot / shard).is_dir() else create_bytes(payload)
+
+
+def _free_bytes(folder: Path) -> int:
+    return shutil.disk_usage(folder).free
+
+
+@dataclass
+class _Held:
+    """The index while it is held in memory: what its state file would say, and what the shard lacks."""
+
+    ram: RamIndex
+    epoch: int
+    watermark: int
+    forgets: int
+    whole: bool  # the shard holds none of it (it could not be loaded or created, or was reset): written back whole
+    changed: set[int] = field(default_factory=set)  # else: the points upserted or deleted since it was copied
 
 
 def _free_slot(index_dir: Path, prefix: str) -> tuple[Path, FileLock] | None:
@@ -62,8 +134,16 @@ class EdgeIndex:
     backend = "qdrant-edge"
 
     def __init__(
-        self, slot: Path, dim: int, embedder_identity: str, payload: dict[str, PayloadType], lock: FileLock | None = None
+        self,
+        slot: Path,
+        dim: int,
+        embedder_identity: str,
+        payload: dict[str, PayloadType],
+        lock: FileLock | None = None,
+        may_hold: bool = True,
     ) -> None:
+        """`may_hold`: without room on the disk, hold the index in memory; else raise `DiskNearlyFull` (a compaction,
+        whose only product is the shard)."""
         import qdrant_edge
 
         self._q = qdrant_edge
@@ -80,6 +160,9 @@ class EdgeIndex:
         self._unsaved = False  # shard writes or a watermark since the last flush
         self._written = 0  # points upserted or deleted since the shard's mapped pages were last released
         self._shard: Any = None
+        self._may_hold = may_hold
+        self._held: _Held | None = None
+        self._checked_at = 0.0  # when a held index last looked for room to go back to disk
         slot.mkdir(parents=True, exist_ok=True)
         self._open()
 
@@ -142,6 +225,8 @@ class EdgeIndex:
             self.events.append(f"index folder {shard_dir} was missing: rebuilt from the journal")
             self._create(self._state.epoch)
             return
+        if not self._has_room(load_bytes(shard_dir), "load the index"):
+            return
         try:
             self._shard = self._q.EdgeShard.load(str(shard_dir))
             self._shard.info()
@@ -159,8 +244,14 @@ class EdgeIndex:
         release_mapped_pages(shard_dir)
 
     def _create(self, epoch: int) -> None:
-        """A new, empty shard in a new folder; the state file switches to it, then the old folder goes."""
-        self._require_space()
+        """A new, empty shard in a new folder; the state file switches to it, then the old folder goes. Without room
+        for it, the index is held in memory, empty."""
+        if self._has_room(create_bytes(self._payload), "create the index", copy=False):
+            self._make_shard(epoch)
+        else:
+            self._hold_empty(epoch)
+
+    def _make_shard(self, epoch: int) -> None:
         q = self._q
         if self._shard is not None:
             self._shard.close()
@@ -204,18 +295,109 @@ class EdgeIndex:
             if path.is_dir() and path.name not in (self._state.shard, "compacted"):
                 shutil.rmtree(path, ignore_errors=True)
 
+    # -- room on the disk, and holding the index in memory without it ---------
+
+    def _has_room(self, need: int, what: str, copy: bool = True) -> bool:
+        """Whether the disk has `need` bytes free, for `what`. If not, the index is held in memory from now on, with a
+        copy of the shard's points (or, without `copy` or a loaded shard, empty, from revision 0), or, where that is
+        not allowed, `DiskNearlyFull` is raised."""
+        free = _free_bytes(self._slot)
+        if free >= need:
+            return True
+        detail = f"only {free / 2**20:.1f} MB free where the index is, and it needs {need / 2**20:.1f} MB to {what}"
+        if not self._may_hold:
+            raise DiskNearlyFull(f"{detail}; the journal is unaffected")
+        if self._held is None:
+            self._hold(whole=self._shard is None or not copy)
+            self.events.append(
+                f"index held in memory: {detail}; searches answer from memory, complete, and the index is written "
+                "to disk again once there is room"
+            )
+        return False
+
+    def _hold(self, whole: bool) -> None:
+        """Hold the index in memory: a copy of every point the shard holds, or (`whole`) none, from revision 0."""
+        from project_ledger.search.ram_index import RamIndex
+
+        ram = RamIndex()
+        if not whole:
+            ram.upsert(list(self._stored_points()))
+        state = self._state
+        self._held = _Held(ram, state.epoch, 0 if whole else state.watermark, state.forgets, whole)
+
+    def _held_index(self) -> _Held:
+        assert self._held is not None
+        return self._held
+
+    def _hold_empty(self, epoch: int) -> None:
+        """What a reset is while the index is held in memory: nothing held, revision 0 of `epoch`."""
+        held = self._held_index()
+        held.ram.clear()
+        held.changed.clear()
+        held.epoch, held.watermark, held.whole = epoch, 0, True
+
+    def _stored_points(self) -> Iterator[Indexable]:
+        from project_ledger.search.ram_index import HeldPoint
+
+        q, offset = self._q, None
+        while True:
+            records, offset = self._shard.scroll(q.ScrollRequest(offset=offset, limit=1000, with_payload=True, with_vector=True))
+            for record in records:
+                vectors = record.vector or {}
+                sparse = vectors.get(SPARSE)
+                terms = SparseVec(list(sparse.indices), list(sparse.values)) if sparse is not None else SparseVec([], [])
+                yield HeldPoint.of(int(record.id), terms, vectors.get(DENSE), record.payload or {})
+            if offset is None:
+                return
+
+    def _write_back(self, force: bool = False) -> None:
+        """Once there is room again (looked at no more than once a second unless `force`), write to the shard what
+        changed while the index was held in memory, or all of it, and go back to disk."""
+        held = self._held
+        now = time.monotonic()
+        if held is None or (not force and now - self._checked_at < RESUME_CHECK_SECONDS):
+            return
+        self._checked_at = now
+        count = held.ram.count() if held.whole else len(held.changed)
+        opening = create_bytes(self._payload) if held.whole else 0
+        free = _free_bytes(self._slot)
+        # Room for the next write too: else the first one after going back would hold the index again. What the
+        # points need is counted only once the least they could need fits.
+        if free < opening + 2 * SLACK_BYTES + 2 * POINT_OVERHEAD_BYTES * count:
+            return
+        points = list(held.ram.points(None if held.whole else sorted(held.changed)))
+        gone = [] if held.whole else sorted(seq for seq in held.changed if not held.ram.holds(seq))
+        if free < opening + write_bytes(points) + SLACK_BYTES:
+            return
+        if held.whole:
+            self._make_shard(held.epoch)
+            self._state.forgets = held.forgets  # a new shard holds none of the memories forgotten so far
+        q = self._q
+        for start in range(0, len(points), 1000):
+            self._shard.update(q.UpdateOperation.upsert_points([self._point(p) for p in points[start : start + 1000]]))
+        if gone:
+            self._shard.update(q.UpdateOperation.delete_points(gone))
+        self._held = None
+        self._state.watermark = held.watermark
+        self._unsaved = True
+        self._written += len(points) + len(gone)
+        self._persist()
+        self.events.append(f"index written to disk again: {len(points) + len(gone)} points; no longer held in memory")
+
     # -- SearchIndex ---------------------------------------------------------
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
-        """Nothing to coordinate: this process holds the slot alone."""
+        """Nothing to coordinate: this process holds the slot alone. A catch-up or search starting is when a held
+        index looks for room to go back to disk."""
+        self._write_back()
         yield
 
     def watermark(self) -> int:
-        return self._state.watermark
+        return self._held.watermark if self._held is not None else self._state.watermark
 
     def epoch(self) -> int:
-        return self._state.epoch
+        return self._held.epoch if self._held is not None else self._state.epoch
 
     def set_watermark(self, rev: int) -> None:
         """Recorded now, written to disk at most once a second (and on close).
@@ -225,13 +407,18 @@ class EdgeIndex:
         (upserts and deletes by id). The reverse can never happen: `_persist`
         flushes the shard before it writes the state file.
         """
+        if self._held is not None:
+            self._held.watermark = rev
+            self._write_back()
+            return
         self._state.watermark = rev
         self._unsaved = True
         if time.monotonic() - self._persisted_at >= PERSIST_SECONDS:
             self._persist()
 
     def _persist(self) -> None:
-        self._require_space()
+        if self._held is not None or not self._has_room(SLACK_BYTES, "flush the index"):
+            return  # the state file keeps the revision the shard holds on disk
         self._shard.flush()
         self._state.points = self.count()
         self._state.save()
@@ -241,34 +428,36 @@ class EdgeIndex:
             release_mapped_pages(self._slot / self._state.shard)
             self._written = 0
 
-    def _require_space(self) -> None:
-        free = shutil.disk_usage(self._slot).free
-        if free < MIN_FREE_BYTES:
-            raise DiskNearlyFull(
-                f"only {free // 2**20} MB free on the index's disk; the index waits for {MIN_FREE_BYTES // 2**20} MB "
-                "before it writes again (the journal is unaffected)"
-            )
+    def _point(self, doc: Indexable) -> Any:
+        q = self._q
+        vectors: dict[str, Any] = {SPARSE: q.SparseVector(doc.sparse.indices, doc.sparse.values)}
+        if doc.vector is not None:
+            vectors[DENSE] = doc.vector
+        return q.Point(doc.seq, vectors, doc.payload())
 
     def upsert(self, docs: Sequence[Indexable]) -> None:
-        q = self._q
-        points = []
-        for doc in docs:
-            vectors: dict[str, Any] = {SPARSE: q.SparseVector(doc.sparse.indices, doc.sparse.values)}
-            if doc.vector is not None:
-                vectors[DENSE] = doc.vector
-            points.append(q.Point(doc.seq, vectors, doc.payload()))
-        if points:
-            self._require_space()
-            self._shard.update(q.UpdateOperation.upsert_points(points))
+        if not docs:
+            return
+        if self._held is None and self._has_room(write_bytes(docs), "write the index"):
+            self._shard.update(self._q.UpdateOperation.upsert_points([self._point(doc) for doc in docs]))
             self._unsaved = True
-            self._written += len(points)
+            self._written += len(docs)
+            return
+        held = self._held_index()
+        held.ram.upsert(docs)
+        held.changed.update(doc.seq for doc in docs)
 
     def delete(self, seqs: Sequence[int]) -> None:
-        if seqs:
-            self._require_space()
+        if not seqs:
+            return
+        if self._held is None and self._has_room(SLACK_BYTES, "write the index"):
             self._shard.update(self._q.UpdateOperation.delete_points(list(seqs)))
             self._unsaved = True
             self._written += len(seqs)
+            return
+        held = self._held_index()
+        held.ram.delete(seqs)
+        held.changed.update(seqs)
 
     def _filter(self, where: Sequence[Match]) -> Any:
         q = self._q
@@ -283,6 +472,8 @@ class EdgeIndex:
         return q.Filter(must=must) if must else None
 
     def candidates(self, dense: list[float] | None, sparse: SparseVec, where: Sequence[Match], limit: int) -> Candidates:
+        if self._held is not None:
+            return self._held.ram.candidates(dense, sparse, where, limit)
         q = self._q
         flt = self._filter(where)
         requests = [
@@ -300,18 +491,31 @@ class EdgeIndex:
         return Candidates(dense=by_meaning[0] if by_meaning else [], sparse=by_terms)
 
     def count(self) -> int:
+        if self._held is not None:
+            return self._held.ram.count()
         return int(self._shard.count(self._q.CountRequest(exact=True)))
 
+    @property
+    def held_in_memory(self) -> bool:
+        """Whether the disk lacks room for the shard's writes, so that the index is held in memory."""
+        return self._held is not None
+
     def reset(self, epoch: int) -> None:
-        self._create(epoch)
+        if self._held is None:
+            self._create(epoch)
+        else:  # the shard is made again when the index goes back to disk
+            self._hold_empty(epoch)
 
     def compaction_target(self) -> Path:
         return self._slot / "compacted"
 
     def erased_through(self) -> int:
-        return self._state.forgets
+        return self._held.forgets if self._held is not None else self._state.forgets
 
     def set_erased_through(self, forgets: int) -> None:
+        if self._held is not None:
+            self._held.forgets = forgets
+            return
         self._state.forgets = forgets
         self._persist()
 
@@ -336,6 +540,10 @@ class EdgeIndex:
         they may still hold a forgotten memory's vectors; the next process to
         start rebuilds its slot from the journal.
         """
+        if self._held is not None:  # started before the disk ran short; erasing runs again once the index is back
+            shutil.rmtree(built, ignore_errors=True)
+            self.events.append("a compaction's result was set aside: the index is held in memory")
+            return
         incoming = IndexState(built / "state.json", self._state.embedder)
         if not incoming.load():
             raise RuntimeError(f"{built} holds no usable index state")
@@ -365,21 +573,20 @@ class EdgeIndex:
 
     def close(self) -> None:
         """Closing flushes the shard (the engine documents it), so the state file is written after it, as `_persist`
-        writes it after a flush: one flush, not two, which is most of a short-lived CLI command's close."""
+        writes it after a flush: one flush, not two, which is most of a short-lived CLI command's close. A held
+        index is written back first if there is room; a shard with no room to flush is left unclosed, and its
+        state file keeps the revision it holds on disk, from which the next open catches up."""
         try:
-            try:
-                # A state file from before it recorded the point count gets one too, so `read_slot` can use it next time.
-                save = self._unsaved or self._state.points < 0
-                if self._unsaved:
-                    self._require_space()
+            self._write_back(force=True)
+            # A state file from before it recorded the point count gets one too, so `read_slot` can use it next time.
+            save = self._unsaved or self._state.points < 0
+            if self._held is None and self._shard is not None and (not self._unsaved or _free_bytes(self._slot) >= SLACK_BYTES):
                 if save:
                     self._state.points = self.count()
                 self._shard.close()
                 if save:
                     self._state.save()
                     self._unsaved = False
-            except DiskNearlyFull:  # the state file keeps an older revision; the next open re-applies from there
-                pass
         finally:
             if self._lock is not None:
                 self._lock.release()

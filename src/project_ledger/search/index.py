@@ -281,4 +281,9 @@ class Compactable(Protocol):
         """Whether most dense vectors are in a search graph (else every query scans them all)."""
         ...
 
+    @property
+    def held_in_memory(self) -> bool:
+        """True while the disk has no room for the index's writes, so that it is held in memory (and not compacted)."""
+        ...
+
     def replace_with(self, built: Path, drop_idle_copies: bool) -> None: ...

@@ -22,7 +22,7 @@ from project_ledger.storage.journal import Journal
 
 def compact(journal_path: Path, target: Path, model: str, dim: int) -> None:
     journal = Journal(journal_path)
-    index = EdgeIndex(target, dim, model, MEMORY_PAYLOAD)
+    index = EdgeIndex(target, dim, model, MEMORY_PAYLOAD, may_hold=False)  # without room it fails, and is tried again later
     try:
         index.reset(journal.reindex_epoch())  # empty: apply_changes marks it erased through today's forgets
         apply_changes(journal, index, SparseEncoder(), model)

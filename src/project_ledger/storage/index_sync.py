@@ -181,7 +181,6 @@ class IndexSync:
         with self._lock:
             self._encoder = SparseEncoder()
             self._index = self._open_index()
-            self.events.extend(self._index.events)
             self._verify(self._index)
 
     def _close(self) -> None:
@@ -301,6 +300,13 @@ class IndexSync:
             index.reset(epoch)
             self.events.append("index rebuilt on request (project-ledger reindex)")
         apply_changes(self._journal, index, self._encoder, self.embedder.identity)
+        self._take_events(index)
+
+    def _take_events(self, index: SearchIndex) -> None:
+        """Move what the index recorded (a rebuild at open, holding it in memory on a full disk) into the history."""
+        if index.events:
+            self.events.extend(index.events)
+            index.events.clear()
 
     def _verify(self, index: SearchIndex) -> None:
         """A shard can load yet have lost points (truncated files): compare with the journal, rebuild if off.
@@ -417,6 +423,8 @@ class IndexSync:
         if self._compaction is not None:
             if self._compaction.process.poll() is not None:
                 self._finish_compaction(index, self._compaction)
+            return
+        if index.held_in_memory:  # no room on the disk for a new shard
             return
         now = time.monotonic()
         if self._compaction_failed_at is not None and now - self._compaction_failed_at < RETRY_FAILED_COMPACTION_SECONDS:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from project_ledger.errors import InvalidArgument, MemoryForgotten, MemoryNotFound, StorageError
+from project_ledger.errors import InvalidArgument, JournalDamaged, MemoryForgotten, MemoryNotFound, StorageError
 from project_ledger.models import Memory
 from project_ledger.storage.backup import ExportedLink, ExportedMemory, ExportedSource
 from project_ledger.storage.schema import MIGRATIONS
@@ -149,18 +149,35 @@ def _read_only_filesystem(folder: Path) -> bool:
 
 
 def storage_error(exc: sqlite3.Error | OSError, path: Path, action: str = "written", waited: float = WAIT_SECONDS) -> StorageError:
+    """The journal's failure in words that say what to do; and, where the cause cannot have touched what was stored
+    (a lock, a read-only or full disk), that nothing acknowledged was lost."""
     text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return JournalDamaged(
+            f"journal {path} could not be {action} ({text}): the file is damaged, and memories stored in its damaged parts "
+            "may be lost; `project-ledger doctor` says how to save every memory that can still be read.",
+            text,
+        )
+    harmless = True
     if "locked" in text or "busy" in text:
         hint = f"another process has held the journal's write lock for over {waited:g}s; retry shortly"
     elif "readonly" in text or "read-only" in text or _read_only_filesystem(path.parent):
         hint = f"the data directory is read-only; make {path.parent} writable"
-    elif "full" in text:
+    elif "full" in text or _disk_full(path.parent):
         hint = "the disk is full; free some space and retry"
-    elif "not a database" in text or "malformed" in text:
-        hint = "the file is damaged; keep a copy of it and check it with `sqlite3 journal.sqlite3 'PRAGMA integrity_check'`"
     else:
-        hint = f"check that {path.parent} exists and is readable and writable"
-    return StorageError(f"journal {path} could not be {action} ({text}): {hint}. Nothing acknowledged earlier was lost.")
+        harmless = False
+        hint = f"check that {path.parent} exists and is readable and writable, then `project-ledger doctor`"
+    return StorageError(f"journal {path} could not be {action} ({text}): {hint}." + (" Nothing acknowledged earlier was lost." if harmless else ""))
+
+
+def _disk_full(folder: Path) -> bool:
+    """Less free space than a page of the WAL index (SQLite reports that as a disk I/O error when it opens)."""
+    try:
+        stat = os.statvfs(folder)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < 64 * 1024
 
 
 class Journal:
@@ -703,16 +720,26 @@ class Journal:
     # -- health ------------------------------------------------------------
 
     def integrity(self) -> list[str]:
-        """What SQLite's integrity and foreign-key checks, and a check of supersession links, find wrong (empty: sound)."""
-        problems = [row[0] for row in self._read("PRAGMA integrity_check") if row[0] != "ok"]
-        problems += [f"{row[0]} row {row[1]} points at a missing {row[2]} row" for row in self._read("PRAGMA foreign_key_check")]
-        problems += [
-            f"memory {row[0]} is marked superseded by {row[1]}, which is not in the journal"
-            for row in self._read(
-                "SELECT id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
-                "AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = m.superseded_by)"
-            )
-        ]
+        """What SQLite's integrity and foreign-key checks, and a check of supersession links, find wrong (empty: sound).
+        A check that cannot run through the file (a damaged page stops it) is itself a finding."""
+        checks = {
+            "integrity check": ("PRAGMA integrity_check", lambda row: None if row[0] == "ok" else row[0]),
+            "foreign-key check": ("PRAGMA foreign_key_check", lambda row: f"{row[0]} row {row[1]} points at a missing {row[2]} row"),
+            "supersession check": (
+                (
+                    "SELECT id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
+                    "AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = m.superseded_by)"
+                ),
+                lambda row: f"memory {row[0]} is marked superseded by {row[1]}, which is not in the journal",
+            ),
+        }
+        problems: list[str] = []
+        with self._lock:
+            for name, (sql, describe) in checks.items():
+                try:
+                    problems += [problem for row in self._db.execute(sql).fetchall() if (problem := describe(row))]
+                except sqlite3.Error as exc:
+                    problems.append(f"the {name} could not read the whole file ({exc})")
         return problems
 
     # -- export and import -------------------------------------------------
