@@ -158,7 +158,7 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
         cut(pool, i, params, depth), pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated,
         cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i], asks_time=pool.asks_time[i],
     )  # fmt: skip
-    return pool.collapse([item.seq for item in kept])[:depth]
+    return pool.arranged(kept, i, params)[:depth]
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ import project_ledger.storage.journal as journal_module
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.project_context import ProjectContextFile
-from project_ledger.memory.ranking import admitted_neighbours, for_window, rank
+from project_ledger.memory.ranking import Ranked, admitted_neighbours, arrange, for_window, rank
 from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.service import LedgerService
 from project_ledger.memory.validation import parse_moment
@@ -197,6 +197,7 @@ class Pools:
     neighbours: list[dict[int, list[int]]]  # per question, the turns next to each BM25 hit that it admits, as `recall` finds them
     widened: list[list[Hit] | None]  # per question, the BM25 list widened by feedback (`IndexSync.widened`, default settings)
     asks_time: list[bool]  # per question, whether it asks when (`time_words.asks_for_time`), as `recall` tells `rank`
+    texts: list[str]  # the questions, which `arrange` takes out copies of
 
     def sparse(self, i: int, fusion: FusionParams) -> list[Hit]:
         """Question `i`'s BM25 list as a setting ranks it: the widened one where the setting asks for feedback."""
@@ -204,7 +205,14 @@ class Pools:
         return widened if fusion.feedback_hits and widened is not None else self.candidates[i].sparse
 
     def collapse(self, seqs: Sequence[int]) -> list[int]:
+        """Each captured memory scored as its turn: the sentence it quotes is the turn's evidence."""
         return list(dict.fromkeys(self.parent_seq.get(seq, seq) for seq in seqs))
+
+    def arranged(self, kept: Sequence[Ranked], i: int, params: RankingParams) -> list[int]:
+        """Question `i`'s ranked candidates as `recall` returns them (`ranking.arrange`), as scored seqs."""
+        memory_id = {seq: m.id for seq, m in self.memories.items()}
+        parent_of = {memory_id[c]: memory_id[p] for c, p in self.parent_seq.items() if c in memory_id and p in memory_id}
+        return self.collapse([item.seq for item in arrange(kept, parent_of, params, asked=self.texts[i])])
 
 
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
@@ -242,7 +250,7 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     exact = [exact_terms(text) for text in texts]
     outdated = ledger.retrieval.outdated(memories)
     asks = [asks_for_time(text) for text in texts]
-    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened, asks)
+    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened, asks, list(texts))
 
 
 def cut(pool: Pools, i: int, params: RankingParams, depth: int = 0) -> Candidates:
@@ -271,7 +279,7 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
                 outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
                 asks_time=pool.asks_time[i],
             )  # fmt: skip
-            found.append(pool.collapse([item.seq for item in kept])[:10])
+            found.append(pool.arranged(kept, i, windowed)[:10])
     return found
 
 

@@ -68,9 +68,20 @@ def test_only_the_roles_asked_for_are_read_and_lines_that_are_not_json_are_count
 
 def test_a_tool_call_is_one_short_line_whatever_its_input() -> None:
     assert tool_line({"name": "Edit", "input": {"file_path": "/a/b.py", "old_string": "x" * 5000}}) == "[tool] Edit: /a/b.py"
-    assert tool_line({"name": "TodoWrite", "input": {"todos": []}}) == "[tool] TodoWrite"
+    assert tool_line({"name": "WebSearch", "input": {}}) == "[tool] WebSearch"
     long = tool_line({"name": "Bash", "input": {"command": "echo " + "word " * 200}})
-    assert len(long) == 160 and long.endswith("…") and "\n" not in long
+    assert long is not None and len(long) == 160 and long.endswith("…") and "\n" not in long
+
+
+@pytest.mark.parametrize(
+    "name", ["ToolSearch", "TodoWrite", "BashOutput", "mcp__ledger__recall", "mcp__ledger__remember", "mcp__team-ledger__context"]
+)
+def test_plumbing_and_the_ledgers_own_calls_are_not_stored(name: str) -> None:
+    assert tool_line({"name": name, "input": {"query": "select:mcp__ledger__remember"}}) is None
+    data = json.dumps(
+        {"type": "assistant", "message": {"id": "a", "content": [{"type": "text", "text": "Checking."}, {"type": "tool_use", "name": name, "input": {}}]}}
+    ).encode() + b"\n"
+    assert [t.text for t in read_transcript(data).turns] == ["Checking."]
 
 
 def hit(

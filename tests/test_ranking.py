@@ -16,7 +16,7 @@ from project_ledger.memory.ranking import (
     Sources,
     admitted_neighbours,
     after_successors,
-    collapse_captured,
+    arrange,
     for_window,
     outdated_turns,
     rank,
@@ -202,13 +202,13 @@ def test_an_outdated_item_never_ranks_above_what_replaced_it_outside_a_time_wind
     assert next(item.memory.id for item in windowed) == "t1"  # what was said then is what is asked for
 
 
-def test_a_captured_memory_and_its_turn_take_one_place_the_better_of_the_two() -> None:
-    found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(4, 0.7), Hit(3, 0.6)], sparse=[])
+def test_a_captured_memory_takes_the_better_place_of_it_and_its_turn_and_the_turn_goes() -> None:
+    found = Candidates(dense=[Hit(3, 0.9), Hit(2, 0.8), Hit(4, 0.7), Hit(1, 0.6)], sparse=[])
     memories = {1: memory("c1", "decision"), 2: memory("m2"), 3: memory("t3", "turn"), 4: memory("c4", "todo")}
     kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
-    assert [item.memory.id for item in kept] == ["c1", "m2", "c4", "t3"]
-    collapsed = collapse_captured(kept, {"c1": "t3", "c4": "t9"})  # c4's turn did not rank: c4 keeps its place
-    assert [item.memory.id for item in collapsed] == ["t3", "m2", "c4"]
+    assert [item.memory.id for item in kept] == ["t3", "m2", "c1", "c4"]
+    arranged = arrange(kept, {"c1": "t3", "c4": "t9"}, PARAMS)  # c4's turn did not rank: c4 keeps its place
+    assert [item.memory.id for item in arranged] == ["c1", "m2", "c4"]
 
 
 def test_the_few_candidates_holding_an_identifier_the_query_names_come_first_even_under_the_floor() -> None:
@@ -297,3 +297,49 @@ def test_an_outdated_item_follows_its_successor_and_looping_links_lose_nothing()
     assert order(ranked("old", outdated_by="gone"), ranked("x")) == ["old", "x"]  # its successor is no candidate
     assert order(ranked("a"), ranked("self", outdated_by="self"), ranked("c")) == ["a", "self", "c"]
     assert order(ranked("p", outdated_by="q"), ranked("q", outdated_by="p"), ranked("c")) == ["c", "p", "q"]
+
+
+def said(memory_id: str, text: str, kind: str = "turn", age_days: float = 0, **fields: Any) -> Memory:
+    at = (NOW - timedelta(days=age_days)).isoformat().replace("+00:00", "Z")
+    return Memory(id=memory_id, text=text, kind=kind, created_at=at, updated_at=at, **fields)
+
+
+def test_a_question_an_acknowledgement_and_a_log_line_weigh_less_than_a_statement_and_plumbing_never_ranks() -> None:
+    texts = {
+        1: "Remind me, what is our retry policy for the payment gateway client?",
+        2: "[tool] Bash: pytest -q tests/test_gateway.py",
+        3: "ok, thanks",
+        4: "[tool] mcp__ledger__recall: payment gateway client retry policy",
+        5: "The payment gateway client retries 4 times, backing off from 0.5 s.",
+    }
+    found = Candidates(dense=[Hit(seq, 0.9 - seq / 100) for seq in texts], sparse=[])
+    kept, below = rank(found, {seq: said(f"t{seq}", text) for seq, text in texts.items()}, {}, PARAMS, NOW.timestamp(), floor=0.0)
+    assert [item.memory.id for item in kept] == ["t5", "t1", "t2", "t3"] and below == []  # t4 is plumbing: gone
+    assert {item.memory.id: item.sources.boosts.get("act") for item in kept} == {"t1": 0.6, "t2": 0.5, "t3": 0.3, "t5": None}
+
+
+def ranked_as(memories: list[Memory]) -> list[Ranked]:
+    """`memories` in this order, as `rank` would hand them to `arrange`."""
+    found = Candidates(dense=[Hit(n, 0.9 - n / 100) for n in range(len(memories))], sparse=[])
+    kept, _ = rank(found, dict(enumerate(memories)), {}, replace(PARAMS, act_weights={}, kind_weights={}), NOW.timestamp(), floor=0.0)
+    return kept
+
+
+def test_a_turn_restating_a_decision_follows_it_and_a_turn_that_says_something_else_keeps_its_place() -> None:
+    kept = ranked_as([
+        said("t1", "OK so retries back off from 0.5 s, doubling, at most 4 tries for the gateway client."),
+        said("t2", "The gateway client also logs every retry at warning level."),
+        said("d3", "Gateway client retries back off from 0.5 s doubling, at most 4 tries.", "decision"),
+    ])  # fmt: skip
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t2", "d3", "t1"]
+
+
+def test_turns_with_the_same_words_are_one_result_the_newest_and_a_copy_of_the_question_is_none() -> None:
+    kept = ranked_as([
+        said("t1", "Run the tests and fix what fails.", age_days=3),
+        said("t2", "Remind me: what is the retry policy?", age_days=2),
+        said("t3", "run the tests and fix what fails", age_days=1),
+        said("m4", "Run the tests and fix what fails.", "note"),  # a memory, not a turn: never collapsed
+    ])  # fmt: skip
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t3", "t2", "m4"]
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS, asked="remind me: WHAT is the retry policy")] == ["t3", "m4"]

@@ -26,7 +26,8 @@ from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning, with_time
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
-from project_ledger.text.text_signals import content_words, mentions
+from project_ledger.text.dialogue_act import dialogue_act
+from project_ledger.text.text_signals import content_words, mentions, wording
 from project_ledger.text.time_words import tells_time
 
 if TYPE_CHECKING:
@@ -139,9 +140,11 @@ def _admits(where: SearchFilter, memory: Memory) -> bool:
 
 
 def _boosts(
-    memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool, timely: bool
+    memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool, timely: bool, act: str
 ) -> dict[str, float]:
     boosts: dict[str, float] = {}
+    if (weight := params.act_weights.get(act, 1.0)) != 1.0:
+        boosts["act"] = weight
     if not memory.pinned and memory.kind not in params.no_decay_kinds and params.half_life_days > 0:
         created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
         age_days = max(now - created, 0.0) / DAY
@@ -206,9 +209,9 @@ def rank(
     dropped: list[Ranked] = []
     for hit in fuse(found, params.fusion, len(found.dense) + len(found.sparse)):
         memory = memories.get(hit.seq)
-        if memory is None:
+        if memory is None or (act := dialogue_act(memory.text)) == "plumbing":  # the client's machinery says nothing
             continue
-        boosts = _boosts(memory, params, now, session, hit.seq in outdated, hit.seq in timely)
+        boosts = _boosts(memory, params, now, session, hit.seq in outdated, hit.seq in timely, act)
         score = hit.score * math.prod(boosts.values())
         item = Ranked(
             seq=hit.seq,
@@ -242,6 +245,12 @@ def after_successors(ranked: Sequence[Ranked]) -> list[Ranked]:
     A supersession link is explicit, so when both are candidates it decides their order outright. The rest keep
     their order.
     """
+    return placed_after(ranked, {item.memory.id: successor for item in ranked if (successor := item.outdated_by or item.memory.superseded_by)})
+
+
+def placed_after(ranked: Sequence[Ranked], follows: Mapping[str, str]) -> list[Ranked]:
+    """Each item whose id `follows` maps to another present item's id moved to just after that one, when that one
+    ranks lower; the rest keep their order."""
     present = {item.memory.id for item in ranked}
     waiting: dict[str, list[Ranked]] = {}
     ordered: list[Ranked] = []
@@ -254,9 +263,9 @@ def after_successors(ranked: Sequence[Ranked]) -> list[Ranked]:
             place(later)
 
     for item in ranked:
-        successor = item.outdated_by or item.memory.superseded_by
-        if successor in present and successor not in placed and successor != item.memory.id:
-            waiting.setdefault(successor, []).append(item)
+        leader = follows.get(item.memory.id)
+        if leader in present and leader not in placed and leader != item.memory.id:
+            waiting.setdefault(leader, []).append(item)
         else:
             place(item)
     # Links that loop (two items each waiting for the other) never come free: such items keep their order, last.
@@ -285,15 +294,76 @@ def _order(item: Ranked) -> tuple[bool, float, int]:
     return not item.sources.exact, -item.score, item.seq
 
 
-def collapse_captured(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:
-    """A captured memory quotes its turn: when both rank, the turn alone takes the better place of the two."""
-    by_id = {r.memory.id: r for r in ranked}
-    collapsed: list[Ranked] = []
-    placed: set[str] = set()
+def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: RankingParams, asked: str | None = None) -> list[Ranked]:
+    """The ranked memories as the caller sees them: no copy of what was asked, what was written down before what
+    was said about it, and a repeated turn once.
+
+    - A turn that is the question itself (`asked`, the same words whatever their case and punctuation) is left
+      out: an earlier copy of a prompt is an echo, not an answer.
+    - A captured memory (a decision, definition, constraint or todo a turn stated) takes the better place of it
+      and its turn, which goes: the memory is the sentence that answers, and `recall(expand=true)` leads back to
+      the turn. A turn that restates a typed memory among the results (most of its content words are in it)
+      follows it.
+    - Turns that say the same words (a prompt sent again, "run the tests and fix what fails") are one result:
+      the newest, in the better place.
+    """
+    echo = wording(asked) if asked else None
+    kept = [r for r in ranked if not (echo and r.memory.kind == "turn" and wording(r.memory.text) == echo)]
+    kept = _captured_first(kept, parent_of)
+    kept = placed_after(kept, _restated(kept, params.restated_share))
+    return _newest_of_repeats(kept)
+
+
+TYPED_KINDS = frozenset({"decision", "definition", "constraint"})
+
+
+def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:
+    """Each captured memory in the better place of it and its turn; the turn goes."""
+    present = {r.memory.id for r in ranked}
+    child_of: dict[str, str] = {}  # a turn -> its best-ranked captured memory among the results
     for r in ranked:
-        parent = parent_of.get(r.memory.id)
-        chosen = by_id[parent] if parent in by_id else r
-        if chosen.memory.id not in placed:
-            collapsed.append(chosen)
-            placed.add(chosen.memory.id)
-    return collapsed
+        if (parent := parent_of.get(r.memory.id)) in present:
+            child_of.setdefault(parent, r.memory.id)
+    by_id = {r.memory.id: r for r in ranked}
+    result: list[Ranked] = []
+    for r in ranked:
+        chosen = by_id[child_of.get(r.memory.id, r.memory.id)]
+        if chosen not in result:
+            result.append(chosen)
+    return result
+
+
+def _restated(ranked: Sequence[Ranked], share: float) -> dict[str, str]:
+    """{turn id: id of the typed memory it restates}, for turns among `ranked` most of whose content words
+    (`RESTATED_WORDS` or more) are in a decision, definition or constraint among them."""
+    typed = [(r.memory.id, content_words(r.memory.text)) for r in ranked if r.memory.kind in TYPED_KINDS]
+    found: dict[str, str] = {}
+    if not typed:
+        return found
+    for r in ranked:
+        if r.memory.kind != "turn":
+            continue
+        words = content_words(r.memory.text)
+        for memory_id, said in typed:
+            if len(shared := words & said) >= RESTATED_WORDS and len(shared) >= share * len(words):
+                found[r.memory.id] = memory_id
+                break
+    return found
+
+
+def _newest_of_repeats(ranked: Sequence[Ranked]) -> list[Ranked]:
+    newest: dict[str, Ranked] = {}
+    for r in ranked:
+        if r.memory.kind == "turn":
+            key = wording(r.memory.text)
+            if key not in newest or r.memory.created_at > newest[key].memory.created_at:
+                newest[key] = r
+    result: list[Ranked] = []
+    shown: set[str] = set()
+    for r in ranked:
+        if r.memory.kind != "turn":
+            result.append(r)
+        elif (key := wording(r.memory.text)) not in shown:
+            result.append(newest[key])
+            shown.add(key)
+    return result

@@ -88,6 +88,13 @@ class RankingParams:
     time_lift: float = 0.05
     time_boost: float = 0.3
     exact_most: int = 3  # an identifier the query names that at most this many candidates hold puts them first (set by hand)
+    # What a turn does in the conversation (`text/dialogue_act.py`): only a statement answers. A question asks for
+    # what another turn states, an acknowledgement says nothing, a tool call's log line says what was run, not what
+    # was decided. Plumbing (the client's machinery, the ledger's own calls) is never returned.
+    act_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"question": 0.6, "acknowledgement": 0.3, "log": 0.5})
+    )
+    restated_share: float = 0.6  # of a turn's content words in a decision, definition or constraint: it restates it
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,6 +38,12 @@ def searchable_words(text: str) -> list[str]:
     return [word for word in _ANY_WORD.findall(text.lower()) if word not in _QUERY_FILLER]
 
 
+def wording(text: str) -> str:
+    """A text's words in order, lowercased, without punctuation: two texts with the same wording say the same
+    thing in the same words ("Run the tests and fix what fails." and "run the tests and fix what fails")."""
+    return " ".join(_ANY_WORD.findall(text.lower()))
+
+
 def specifics(text: str) -> frozenset[str]:
     """Numbers, identifiers (flags, paths and keys too) and negation words: what must agree for two texts to say
     the same thing."""
