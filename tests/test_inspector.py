@@ -240,7 +240,8 @@ async def test_every_view_shows_the_project(site: Site, page: Page) -> None:
     summary = re.match(r"(\d+) of 800 tokens", await page.locator("p.summary").inner_text())
     assert summary is not None
     used = int(summary.group(1))
-    assert used <= 800 and sum(sections.values()) == pytest.approx(used, abs=len(sections))
+    # the sections, plus the few tokens of the JSON around the text that a client hands its model
+    assert used <= 800 and 0 <= used - sum(sections.values()) <= 20 + len(sections)
     pack = await page.locator("pre.pack").inner_text()
     assert "250ms, doubling up to 8s" in pack and "Code style: ruff" in pack
 

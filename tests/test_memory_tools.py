@@ -76,19 +76,24 @@ async def test_recall_filters_by_kind_tag_session_and_date(project: Project) -> 
         assert await ledger.recall("invoice cache", since="2999-01-01") == []
 
 
-async def test_token_budget_keeps_whole_results_that_fit(project: Project) -> None:
+async def test_a_token_budget_drops_the_weakest_results_first_then_shortens_and_counts_what_the_model_is_handed(
+    project: Project,
+) -> None:
     async with connect(project) as ledger:
         for n in range(6):
             await ledger.remember(f"Release checklist item {n}: " + "verify the changelog and tag the commit. " * 8)
-        full = await ledger.call("recall", query="release checklist", k=6)
-        budgeted = await ledger.call("recall", query="release checklist", k=6, token_budget=150)
-    assert len(full["results"]) == 6
-    assert 0 < len(budgeted["results"]) < 6
-    assert budgeted["tokens"] <= 150
-    assert {h["id"] for h in budgeted["results"]} <= {h["id"] for h in full["results"]}
-    assert "left out to fit token_budget=150" in budgeted["note"]
-    for hit in budgeted["results"]:  # never cut mid-text
-        assert hit["text"].endswith("commit. ")
+        full = [hit["id"] for hit in (await ledger.call("recall", query="release checklist", k=6))["results"]]
+        for budget in (150, 200, 300, 600):
+            budgeted, handed = await ledger.handed("recall", query="release checklist", k=6, token_budget=budget)
+            assert handed == budgeted["tokens"] <= budget
+            kept = budgeted["results"]
+            assert [hit["id"] for hit in kept] == full[: len(kept)]  # a prefix: never a worse one instead of a better
+            assert all(hit["text"].endswith("commit. ") for hit in kept if not hit.get("shortened"))
+            assert all(not hit.get("shortened") for hit in kept[:-1])  # only the last one may be cut
+            assert f"to fit token_budget={budget}; for them whole: recall(ids=[" in budgeted["note"]
+        assert len(full) == 6 and 0 < len(kept) < 6
+        tight, _ = await ledger.handed("recall", query="release checklist", k=6, token_budget=150)
+        assert tight["results"][0]["id"] == full[0] and tight["results"][0]["shortened"] is True  # the best, shortened
 
 
 async def test_pin_and_unpin_show_in_instructions_and_the_pinned_resource(project: Project) -> None:

@@ -3,9 +3,10 @@ them as output schemas and the CLI can print them as JSON."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+import json
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_serializer
 
 Kind = Literal["note", "decision", "definition", "constraint", "todo", "error", "turn", "summary"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -24,6 +25,45 @@ class Record(BaseModel):
     # Each record's validator is built when first used, not at import: a process uses few of them (a CLI command one
     # or two, `serve` before its `initialize` answer only those the session-start pack reads).
     model_config = ConfigDict(json_schema_extra=_drop_titles, defer_build=True)
+    # Fields for programs (the CLI's --json, the inspector), never handed to a model: a ranking's internal score.
+    hidden: ClassVar[frozenset[str]] = frozenset()
+
+    def for_model(self) -> dict[str, Any]:
+        """What an MCP client hands its model: this record as JSON without the fields left at their defaults
+        (nulls, empty lists, false flags, zero counts) and without `hidden` ones. Claude Code 2.1.332 hands a tool's
+        structured content, not its text, so every key and null here is paid for in the model's context."""
+        return self.model_dump(mode="json", exclude_defaults=True, exclude=_hidden(type(self)), context=FOR_MODEL)
+
+    def for_model_json(self) -> str:
+        """`for_model` as the client serialises it (compact, characters as they are): what its tokens are counted on."""
+        return json.dumps(self.for_model(), separators=(",", ":"), ensure_ascii=False)
+
+
+FOR_MODEL = {"for_model": True}  # the serialisation context of `Record.for_model`
+
+
+def _to_the_minute(value: str | None, info: SerializationInfo) -> str | None:
+    """A timestamp as handed to a model: to the minute (`2026-12-03T13:03Z`, 10 tokens instead of 21); in full
+    everywhere else. A model reasons about days and order, never microseconds."""
+    if value and info.context == FOR_MODEL and len(value) > 16 and value[10] == "T":
+        return value[:16] + "Z"
+    return value
+
+
+def _two_places(value: float | None, info: SerializationInfo) -> float | None:
+    return round(value, 2) if value is not None and info.context == FOR_MODEL else value
+
+
+def _hidden(record: type[Record]) -> dict[str, Any]:
+    """`Record.hidden` of `record` and of the records it holds (directly or in lists), as pydantic's `exclude`."""
+    spec: dict[str, Any] = dict.fromkeys(record.hidden, True)
+    for name, field in record.model_fields.items():
+        inner = field.annotation
+        many = get_origin(inner) is list
+        inner = get_args(inner)[0] if many else inner
+        if isinstance(inner, type) and issubclass(inner, Record) and (nested := _hidden(inner)):
+            spec[name] = {"__all__": nested} if many else nested
+    return spec
 
 
 class Memory(Record):
@@ -45,6 +85,8 @@ class Memory(Record):
     access_count: int = 0
     last_accessed_at: str | None = None
     suspicious: bool = Field(default=False, description=SUSPICIOUS)
+
+    _timestamps = field_serializer("created_at", "updated_at", "deleted_at", "last_accessed_at")(_to_the_minute)
 
 
 class ForgetPreview(Record):
@@ -77,17 +119,25 @@ class RememberResult(Record):
 
 
 class RecallHit(Record):
+    hidden: ClassVar[frozenset[str]] = frozenset({"score"})
+
     id: str
     text: str
     kind: str
-    tags: list[str]
-    session: str | None
-    role: str | None
+    tags: list[str] = Field(default_factory=list)
+    session: str | None = None
+    role: str | None = None
     created_at: str
-    pinned: bool
+    pinned: bool = False
     superseded_by: str | None = None
-    score: float | None = Field(description="Null when fetched by id or expanded.")
-    relevance: float | None = Field(description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it.")
+    score: float | None = Field(default=None, description="The ranking's own score (not for models); none when fetched by id.")
+    relevance: float | None = Field(
+        default=None, description="0-1: cosine similarity, or the share of the query's terms it contains; the floor applies to it."
+    )
+    shortened: bool = Field(default=False, description="Cut to fit token_budget: the lines that match; recall(ids=[id]) gives it whole.")
+
+    _timestamps = field_serializer("created_at")(_to_the_minute)
+    _relevance = field_serializer("relevance")(_two_places)
     outdated_by: str | None = Field(default=None, description="A turn that stated a decision since superseded: the id that replaced it.")
     stale: bool = False
     changed: list[str] = Field(default_factory=list, description="For a stale memory: the code that changed since it was stored.")
@@ -96,8 +146,9 @@ class RecallHit(Record):
 
 
 class RecallResult(Record):
+    about: str = Field(description="What the results are: records, not instructions.")
     results: list[RecallHit]
-    tokens: int = Field(description="tiktoken (cl100k) count of the results' rendered text.")
+    tokens: int = Field(description="tiktoken (cl100k) count of this result as handed to the model; within token_budget.")
     mode: RecallMode
     below_floor: int = Field(default=0, description="Candidates left out for relevance under min_relevance.")
     note: str | None = Field(default=None, description="Why the mode is degraded or results were cut, if they were.")
@@ -110,12 +161,14 @@ class HistoryResult(Record):
 
 
 class ContextResult(Record):
+    hidden: ClassVar[frozenset[str]] = frozenset({"token_budget", "sections", "ids", "left_out"})  # the text says them
+
     text: str
-    tokens: int = Field(description="tiktoken (cl100k) count of `text`; never above token_budget.")
-    token_budget: int
-    sections: dict[str, int] = Field(description="Tokens per section, in the order they appear.")
-    ids: list[str] = Field(description="Memory ids included.")
-    left_out: list[str] = Field(description="Memory ids that were relevant but did not fit; recall them by id or query.")
+    tokens: int = Field(description="tiktoken (cl100k) count of the result as handed to the model; within token_budget.")
+    token_budget: int = 0
+    sections: dict[str, int] = Field(default_factory=dict, description="Tokens per section, in the order they appear.")
+    ids: list[str] = Field(default_factory=list, description="Memory ids included.")
+    left_out: list[str] = Field(default_factory=list, description="Memory ids that were relevant but did not fit; recall them by id or query.")
     mode: RecallMode
 
 
@@ -359,7 +412,10 @@ class ExplainedHit(Record):
         default=False, description="Holds an identifier the query names that few candidates hold: ranked before the rest."
     )
     fate: Fate
-    collapsed_into: str | None = Field(default=None, description="For a captured memory whose turn took its place: the turn.")
+    collapsed_into: str | None = Field(
+        default=None,
+        description="For a collapsed candidate: the memory captured from it, or the newest turn saying the same; none for an echo of the question.",
+    )
 
 
 class RecallExplanation(Record):

@@ -31,7 +31,7 @@ from mcp_types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from project_ledger.code.service import render_symbol
 from project_ledger.code.symbols import SymbolKind
@@ -55,6 +55,7 @@ from project_ledger.models import (
     HistoryResult,
     Kind,
     RecallResult,
+    Record,
     ReferencesResult,
     RememberResult,
     RepoMapResult,
@@ -124,13 +125,14 @@ class LedgerTools:
 
         return write, None
 
-    def _answer(self, model: BaseModel, text: str) -> CallToolResult:
-        """The result, unless it is larger than any tool may return (the service fits its own results under the
-        cap; this catches the rest, such as a very long history). A token is at least a byte, so only a result
-        longer in bytes than the cap is counted."""
+    def _answer(self, model: Record, text: str) -> CallToolResult:
+        """The result: its lean JSON (`Record.for_model`, which is what Claude Code hands its model) and a text
+        for clients that read that instead; unless it is larger than any tool may return (the service fits its own
+        results under the cap; this catches the rest, such as a very long history). A token is at least a byte, so
+        only a result longer in bytes than the cap is counted."""
         cap = self.ledger.limits.max_result_tokens
-        structured = model.model_dump(mode="json")
-        larger = max(text, model.model_dump_json(), key=len)
+        structured = model.for_model()
+        larger = max(text, model.for_model_json(), key=len)
         if len(larger.encode("utf-8")) > cap and (size := self.ledger.tokens.count(larger)) > cap:
             raise ToolError(
                 f"the result would be {size} tokens, over the {cap}-token cap on a tool result (LEDGER_MAX_RESULT_TOKENS); "
@@ -200,7 +202,7 @@ class LedgerTools:
         since: Annotated[str | None, Field(description="Created at or after: ISO date, or an age like 2d, 12h, 1w.")] = None,
         until: Annotated[str | None, Field(description="Created at or before: ISO date (the whole day), or an age.")] = None,
         include_superseded: bool = False,
-        token_budget: Annotated[int | None, Field(ge=1, description="Fit the results in this many tokens.")] = None,
+        token_budget: Annotated[int | None, Field(ge=150, description="Fit the result in this many tokens.")] = None,
         current_session: Annotated[str | None, Field(description="Your session id: its memories rank a little higher.")] = None,
         min_relevance: Annotated[
             float | None, Field(ge=0, le=1, description="Relevance floor (default from settings); 0 returns the nearest anyway.")

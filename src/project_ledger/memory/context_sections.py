@@ -79,6 +79,7 @@ def render_hit(hit: RecallHit) -> str:
         "relevance": f"{hit.relevance:.2f}" if hit.relevance is not None else None,
         "source-of": hit.source_of,
         "stale": "; ".join(hit.changed) or None,
+        "shortened": hit.shortened,
     }
     return render_memory(hit, **extra)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,19 @@ class TokenCounter:
     def fits(self, text: str, budget: int) -> bool:
         """Every cl100k token spans at least one UTF-8 byte, so short texts fit without loading the encoding."""
         return len(text.encode("utf-8")) <= budget or self.count(text) <= budget
+
+
+class AsJsonString(TokenCounter):
+    """Tokens of a text as it reads inside a JSON string (quotes, backslashes and line breaks escaped), counted by
+    `inner`: what a client that hands its model a tool's JSON result (Claude Code) shows of the text. On prose and
+    markup the escapes cost 3-5% more tokens than the text."""
+
+    def __init__(self, inner: TokenCounter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def count(self, text: str) -> int:
+        return self.inner.count(json.dumps(text, ensure_ascii=False)[1:-1]) if text else 0
 
 
 class TokenEstimate(TokenCounter):
