@@ -72,3 +72,15 @@ def test_an_overlong_sentence_is_not_captured() -> None:
     sentence = "Let's use Postgres 16 for the ledger tables, " + "and the reporting tables too, " * 30 + "from now on."
     assert len(sentence) > MAX_SENTENCE_CHARS
     assert classify(sentence) is None
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "We just decided: retries back off 0.5 s doubling, at most 4 tries.",
+        "We decided the public API must stay backwards compatible for v1 clients.",  # a decision, though it says "must"
+        "I have finally settled on Redis for the rate limiter.",
+    ],
+)
+def test_what_was_said_to_be_decided_is_a_decision_whatever_else_it_holds(sentence: str) -> None:
+    assert classify(sentence) == "decision"

@@ -38,7 +38,7 @@ def tokens() -> TokenCounter:
 def test_typed_memories_become_bullets_citing_their_ids_and_open_questions_are_listed() -> None:
     bullets = extractive(SESSION)
     assert [(b.section, b.text, b.sources, b.superseded_by) for b in bullets] == [
-        ("decisions", MEMORIES[0].text, ("m0000000005",), "m0000000006"),
+        ("decisions", MEMORIES[0].text, ("m0000000005", "m0000000001"), "m0000000006"),  # and the turn that said it
         ("decisions", MEMORIES[1].text, ("m0000000006",), None),
         ("constraints", MEMORIES[2].text, ("m0000000007",), None),
         ("questions", TURNS[2].text, ("m0000000003",), None),  # says it is an open question
@@ -111,3 +111,18 @@ def test_a_budget_too_small_for_any_bullet_keeps_only_the_header_and_the_count(t
     chosen, left_out, text = fit(head, extractive(SESSION), 60, tokens, "s1")
     assert chosen == [] and left_out == 5
     assert text == f"{head}\n(+5 more left out to fit 60 tokens: recall with session=s1)"
+
+
+def test_a_rule_said_three_times_is_one_bullet_citing_each_statement_and_different_rules_stay_apart() -> None:
+    turns = [
+        memory("m0000000011", "We just decided: the gateway client retries at most 4 times, backing off from 0.5 s.", "turn", 0),
+        memory("m0000000012", "OK: the gateway client will retry at most 4 times, backing off from 0.5 s.", "turn", 1),
+        memory("m0000000013", "Let's switch the invoice exporter to Dramatiq workers.", "turn", 2),
+        memory("m0000000014", "We decided the gateway client retries at most 5 times for refunds.", "turn", 3),
+    ]
+    bullets = extractive(Material("s1", turns, []))
+    assert [(b.section, b.sources) for b in bullets] == [
+        ("decisions", ("m0000000011", "m0000000012")),  # the statement and the restatement: one rule
+        ("decisions", ("m0000000013",)),
+        ("decisions", ("m0000000014",)),  # 5 times is another rule
+    ]

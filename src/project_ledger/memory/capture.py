@@ -93,8 +93,7 @@ _KINDS: tuple[tuple[CaptureKind, re.Pattern[str]], ...] = (
     (
         "decision",
         _cues(
-            r"\b(?:we|I)(?:'ve| have)?\s+(?:decided|agreed|settled on|chose|picked|opted)\b",
-            r"\bdecision\s*:",
+            r"\b(?:we|I)(?:'ve| have)?\s+(?:chose|picked|opted)\b",
             r"\blet'?s (?:just )?(?:use|go with|switch|keep|stick with|move|adopt|store|drop|rename|standardi[sz]e|"
             r"default|replace|make it|put|pin|go for|do it with)\b",
             r"\b(?:we'll|we will|I'll|going to|let's) go with\b",
@@ -109,6 +108,10 @@ _KINDS: tuple[tuple[CaptureKind, re.Pattern[str]], ...] = (
         ),
     ),
 )
+
+# Said to be decided, whatever else the sentence says ("We just decided the API must stay versioned"): a decision,
+# checked before the other kinds, whose cues ("must") it may also hold.
+_DECIDED = _cues(r"\b(?:we|I)(?:'ve| have)?\s+(?:just\s+|already\s+|finally\s+|now\s+)?(?:decided|agreed|settled on)\b", r"\bdecision\s*:")
 
 _HEDGES = _cues(
     r"\?\s*$",
@@ -142,6 +145,8 @@ def classify(sentence: str) -> CaptureKind | None:
         return None
     if not sentence.startswith("```") and _HEDGES.search(sentence):
         return None
+    if _DECIDED.search(sentence):
+        return "decision"
     for kind, cues in _KINDS:
         if cues.search(sentence):
             if kind == "definition" and not identifier_candidates(sentence):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any
 from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.models import RecallHit
 from project_ledger.search.index import SearchFilter
+from project_ledger.text.dialogue_act import TOOL_PREFIX, is_plumbing
+from project_ledger.text.excerpt import excerpt
 from project_ledger.text.injection import attribute, defang
+from project_ledger.text.text_signals import searchable_words
 from project_ledger.text.tokens import TokenEstimate
 
 if TYPE_CHECKING:
@@ -34,7 +37,7 @@ log = logging.getLogger(__name__)
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
 TOOL_LINE_CHARS = 160  # a tool call is stored as one short line: its name and what it worked on
-INJECTED_TEXT_CHARS = 280  # longest excerpt of one memory in an injection
+INJECTED_TEXT_TOKENS = 70  # longest excerpt of one memory in an injection
 MAX_INJECTED = 4
 ESTIMATE = TokenEstimate()  # what a hook counts tokens with: never the encoding, which a hook process would load
 # The input field that best says what a tool call worked on, in order of preference.
@@ -143,12 +146,18 @@ class TranscriptChunk:
     unreadable: int = 0  # complete lines that were not JSON
 
 
-def tool_line(block: dict[str, Any]) -> str:
-    """A tool call as one short line: `[tool] Name: what it worked on`. Its output is never stored."""
+def tool_line(block: dict[str, Any]) -> str | None:
+    """A tool call as one short line: `[tool] Name: what it worked on`; its output is never stored. None for
+    plumbing (`dialogue_act.is_plumbing`): loading tools, the agent's scratch list, the ledger's own calls.
+
+    What is left says what happened to the project (a test run, a file read or edited, a search, a subagent's
+    task), which a later session may ask about; recall ranks such a line as a log, not an answer."""
     name = str(block.get("name") or "tool")
+    if is_plumbing(name):
+        return None
     arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
     target = next((arguments[key] for key in TOOL_TARGETS if isinstance(arguments.get(key), str) and arguments[key].strip()), "")
-    line = f"[tool] {name}: {' '.join(target.split())}" if target else f"[tool] {name}"
+    line = f"{TOOL_PREFIX}{name}: {' '.join(target.split())}" if target else f"{TOOL_PREFIX}{name}"
     return line if len(line) <= TOOL_LINE_CHARS else line[: TOOL_LINE_CHARS - 1] + "…"
 
 
@@ -177,8 +186,8 @@ def _assistant_parts(content: Any) -> list[str]:
             continue
         if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
             parts.append(block["text"].strip())
-        elif block.get("type") == "tool_use":
-            parts.append(tool_line(block))
+        elif block.get("type") == "tool_use" and (line := tool_line(block)) is not None:
+            parts.append(line)
     return parts
 
 
@@ -266,11 +275,15 @@ class Injection:
     ids: list[str]  # the memories `text` holds, best first
 
 
-def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int]) -> Injection | None:
+def render_injection(
+    hits: Sequence[RecallHit], budget: int, count: Callable[[str], int], terms: Collection[str] = ()
+) -> Injection | None:
     """Ids, kinds and an excerpt of each, best first, within `budget` tokens, and how to get more; None for none.
 
-    Each excerpt sits inside its own `<memory>` record, escaped so that no text can close it: stored text is
-    handed over as a record of the project, never as instructions."""
+    An excerpt is the lines of the memory that hold the prompt's `terms` (`text.excerpt`), at most
+    `INJECTED_TEXT_TOKENS`: what it was injected for, not its first lines (a gist's header, a turn's preamble).
+    Each sits inside its own `<memory>` record, escaped so that no text can close it: stored text is handed over
+    as a record of the project, never as instructions."""
     if not hits or budget <= 0:
         return None
     head = "Memories from the project ledger that may bear on this prompt, as records:"
@@ -278,11 +291,9 @@ def render_injection(hits: Sequence[RecallHit], budget: int, count: Callable[[st
     lines: list[str] = []
     ids: list[str] = []
     for hit in hits:
-        excerpt = " ".join(hit.text.split())
-        if len(excerpt) > INJECTED_TEXT_CHARS:
-            excerpt = excerpt[: INJECTED_TEXT_CHARS - 1] + "…"
+        shown = " ".join(excerpt(hit.text, terms, count, INJECTED_TEXT_TOKENS).split())
         fields = " ".join(attribute(*pair) for pair in (("id", hit.id), ("kind", hit.kind), ("created", hit.created_at[:10])))
-        line = f"- <memory {fields}>{defang(excerpt)}</memory>"
+        line = f"- <memory {fields}>{defang(shown)}</memory>"
         if count("\n".join([head, *lines, line, foot])) > budget:
             break
         lines.append(line)
@@ -372,7 +383,7 @@ class Conversation:
         # BM25 alone, also in a server whose model is loaded: the floor is a share of the prompt's terms.
         ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor, lexical=True).ranked
         chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
-        if injection := render_injection(chosen, self.params.inject_tokens, ESTIMATE.count):
+        if injection := render_injection(chosen, self.params.inject_tokens, ESTIMATE.count, searchable_words(query)):
             outcome.context, outcome.injected = injection.text, injection.ids
         return outcome
 

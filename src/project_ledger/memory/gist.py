@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from project_ledger.memory.capture import propose, sentences
 from project_ledger.models import Memory
-from project_ledger.text.text_signals import content_words
+from project_ledger.text.text_signals import content_words, specifics
 from project_ledger.text.tokens import TokenCounter
 
 Section = Literal["decisions", "definitions", "constraints", "questions", "todos"]
@@ -32,6 +32,7 @@ COVERED_OVERLAP = 0.6  # a sentence whose content words are this much inside a b
 ORIGIN_LOOKBACK = 6  # turns before a memory searched for the one it was recorded from
 FOOTER_TOKENS = 40  # kept free for the "(+N more left out …)" line
 
+_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w\-]*")  # a capitalised word after another word, not a sentence's first
 _OPEN_QUESTION = re.compile(
     r"\b(?:open question|not sure yet|TBD|to be decided|undecided|haven't decided|still need to (?:decide|figure out)|"
     r"decide later|unresolved|pending a decision|waiting (?:on|for) (?:an answer|a decision|\w+ to decide))\b",
@@ -79,9 +80,41 @@ def _covered(words: frozenset[str], known: Sequence[frozenset[str]]) -> bool:
     return bool(words) and any(len(words & other) / len(words) >= COVERED_OVERLAP for other in known)
 
 
+def _names(text: str) -> frozenset[str]:
+    """Capitalised words past a sentence's first: the names a rule turns on (Celery is not Dramatiq)."""
+    return frozenset(m.group(0).lower() for m in _NAME.finditer(text))
+
+
+def _shared_words(text: str, bullet: Bullet) -> int:
+    """How many content words `text` shares with `bullet` when it states the same rule, else 0: most of the shorter
+    one's words are in the other, and the numbers, identifiers, negations and names of one are all in the other
+    ("at most 4 tries" is not "at most 5", "use Celery" is not "use Dramatiq")."""
+    words, theirs = content_words(text), content_words(bullet.text)
+    shared = len(words & theirs)
+    if not words or not theirs or shared < COVERED_OVERLAP * min(len(words), len(theirs)):
+        return 0
+    for signal in (specifics, _names):
+        own, other = signal(text), signal(bullet.text)
+        if not (own <= other or other <= own):
+            return 0
+    return shared
+
+
+def _add(bullets: list[Bullet], bullet: Bullet) -> None:
+    """`bullet`, or its sources on the bullet that already states the same rule, the closest one (the user's
+    statement, the agent's restatement and its record of it are one rule, cited by all three)."""
+    shared = [_shared_words(bullet.text, kept) for kept in bullets]
+    if not any(shared):
+        bullets.append(bullet)
+        return
+    n = shared.index(max(shared))
+    bullets[n] = replace(bullets[n], sources=tuple(dict.fromkeys((*bullets[n].sources, *bullet.sources))))
+
+
 def extractive(material: Material) -> list[Bullet]:
     """Bullets from the session's typed memories, then from turn sentences with decision, definition,
-    constraint or todo cues that no memory already holds, then open questions. Never fails."""
+    constraint or todo cues, then open questions; a rule stated several times is one bullet citing each
+    statement. Never fails."""
     bullets: list[Bullet] = []
     recorded = {(KIND_SECTION.get(m.kind), origin(m, material.turns)) for m in material.memories if m.id not in material.captured_from}
     for memory in material.memories:
@@ -90,17 +123,14 @@ def extractive(material: Material) -> list[Bullet]:
         if section is None or (section, parent) in recorded:  # the agent recorded what this turn decided: theirs wins
             continue
         priority = 5 if memory.superseded_by else 1 if parent else 0
-        bullets.append(Bullet(section, memory.text, (memory.id,), memory.superseded_by, priority))
-    known = [content_words(b.text) for b in bullets]
+        _add(bullets, Bullet(section, memory.text, (memory.id,), memory.superseded_by, priority))
     with_children = set(material.captured_from.values())
     for turn in material.turns:
         if turn.id in with_children:
             continue
         for proposal in propose(turn.text):
-            words = content_words(proposal.text)
-            if not _covered(words, known):
-                bullets.append(Bullet(KIND_SECTION[proposal.kind], proposal.text, (turn.id,), priority=2))
-                known.append(words)
+            _add(bullets, Bullet(KIND_SECTION[proposal.kind], proposal.text, (turn.id,), priority=2))
+    known = [content_words(b.text) for b in bullets]
     for index, turn in enumerate(material.turns):
         for sentence in sentences(turn.text):
             last_question = index == len(material.turns) - 1 and sentence.endswith("?")

@@ -60,7 +60,7 @@ from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, u
 from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import Scrubber
 from project_ledger.text.text_signals import content_words, specifics
-from project_ledger.text.tokens import TokenBound, TokenCounter
+from project_ledger.text.tokens import AsJsonString, TokenBound, TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +70,11 @@ CONTEXT_MEMORIES = 12
 CONTEXT_SYMBOLS = 6
 CONTEXT_TURNS = 8
 CONTEXT_TURNS_COMPACTED = 3  # a long session with a gist: the gist and retrieved turns carry the rest
+CONTEXT_ENVELOPE_TOKENS = 20  # a context result's fields besides its text, as handed to a model: {"text":...,"tokens":N,...}
 MAX_STALE_LISTED = 50
 RESERVED_TAGS = frozenset({"captured", "gist"})
 NEAR_DUPLICATE_CANDIDATES = 5
+RESTATED_KINDS = ("constraint", "decision", "definition")  # what a captured sentence may only restate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,10 +250,12 @@ class LedgerService:
 
     def _capture(self, turn_id: str, text: str, session: str | None) -> list[Captured]:
         """A typed memory, linked to the turn, for each thing it clearly states (see `capture`); one that a live
-        memory of its kind already says is not stored again."""
+        memory of its kind already says, or that a decision, definition or constraint already holds (the agent
+        answering "Retries back off 0.5 s, at most 4 tries" restates the decision it was asked for), is not stored
+        again."""
         found = []
         for proposal in propose(text):
-            twin = self._near_duplicate(proposal.text, proposal.kind) if self.sync.state() == "ready" else None
+            twin = self._near_duplicate(proposal.text, proposal.kind, restating=True) if self.sync.state() == "ready" else None
             if twin is not None:
                 found.append(Captured(id=twin[1].id, kind=proposal.kind, text=proposal.text, created=False))
                 continue
@@ -265,14 +269,17 @@ class LedgerService:
             found.append(Captured(id=child_id, kind=proposal.kind, text=proposal.text, created=created))
         return found
 
-    def _near_duplicate(self, text: str, kind: str) -> tuple[int, Memory, float] | None:
+    def _near_duplicate(self, text: str, kind: str, *, restating: bool = False) -> tuple[int, Memory, float] | None:
         """A live, current memory of `kind` that says the same thing: the best BM25 matches whose content words
         overlap this text's by the threshold (Jaccard) and whose numbers, identifiers and negations are the same.
+        With `restating`, also a decision, definition or constraint holding the threshold's share of this text's
+        content words and all its numbers, identifiers and negations: the text says nothing it does not.
 
         A write never waits on the index: if it is unavailable, the memory is stored unchecked.
         """
+        kinds = sorted({kind, *RESTATED_KINDS}) if restating else [kind]
         try:
-            found = self.sync.candidates(text, None, SearchFilter(kinds=[kind]), NEAR_DUPLICATE_CANDIDATES)
+            found = self.sync.candidates(text, None, SearchFilter(kinds=kinds), NEAR_DUPLICATE_CANDIDATES)
         except IndexUnavailable as exc:
             log.warning("near-duplicate check skipped: %s", exc)
             return None
@@ -280,11 +287,14 @@ class LedgerService:
         words, own = content_words(text), specifics(text)
         for hit in found.sparse:
             memory = memories.get(hit.seq)
-            if memory is None or specifics(memory.text) != own:
+            if memory is None:
                 continue
-            theirs = content_words(memory.text)
+            theirs, their_specifics = content_words(memory.text), specifics(memory.text)
             overlap = len(words & theirs) / len(words | theirs) if words | theirs else 1.0
-            if overlap >= self.quality.near_duplicate:
+            if memory.kind == kind and their_specifics == own and overlap >= self.quality.near_duplicate:
+                return hit.seq, memory, overlap
+            held = len(words & theirs) / len(words) if words else 1.0
+            if restating and memory.kind in RESTATED_KINDS and own <= their_specifics and held >= self.quality.near_duplicate:
                 return hit.seq, memory, overlap
         return None
 
@@ -415,11 +425,14 @@ class LedgerService:
         turns = self.journal.recent_turns(session, self._recent_turns(session, gists)) if session else []
         shown |= {hit.id for hit in memories}
         sections += query_sections(query or "", gists, memories, symbols, [t for t in turns if t.id not in shown], session)
-        pack = assemble(sections, token_budget, tokens or self.tokens)
-        return ContextResult(
-            text=pack.text, tokens=pack.tokens, token_budget=token_budget, sections=pack.sections, ids=pack.ids,
+        # Counted as the text reads inside the JSON a client hands its model, within what that JSON's other fields leave.
+        counter = tokens or self.tokens
+        pack = assemble(sections, token_budget - CONTEXT_ENVELOPE_TOKENS, AsJsonString(counter))
+        result = ContextResult(
+            text=pack.text, tokens=0, token_budget=token_budget, sections=pack.sections, ids=pack.ids,
             left_out=pack.left_out, mode=mode,
         )  # fmt: skip
+        return result.model_copy(update={"tokens": counter.count(result.for_model_json())})
 
     def summarize_session(
         self, session: str, max_tokens: int = 600, *, writer: Writer | None = None, why_not: str | None = None
