@@ -13,6 +13,7 @@ error and the service's own check all read them there.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,6 +42,7 @@ _TYPES = {
     "dict": "an object",
 }
 MAX_SHOWN = 60  # characters of a rejected value repeated in the error
+MAX_UNKNOWN_SHOWN = 5  # unknown argument names repeated in the error
 # Tools whose result is a report read as a whole (and rendered as text): their output schema describes the top
 # level only, the nested records as plain objects. `status` alone cost 1,020 tokens with every record spelled out.
 REPORTS = frozenset({"status"})
@@ -84,6 +86,9 @@ class LedgerServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         self._tools_registered()
+        schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), None)
+        if schema is not None and (refusal := unknown_arguments(name, arguments, schema)):
+            raise ToolError(f"Error executing tool {name}: {refusal}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -92,6 +97,32 @@ class LedgerServer(MCPServer):
                 raise
             schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
             raise ToolError(f"Error executing tool {name}: {describe(cause, name, schemas.get(name, {}))}") from cause
+
+
+def unknown_arguments(tool: str, arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """Why a call names arguments `tool` does not take, with the ones it does and the nearest spelling; None if it
+    names none. The SDK's argument models ignore extra keys, so `remember(tag=...)` would store no tags and say
+    nothing. The schemas do not say `additionalProperties: false`: 6 tokens a tool in every listing, for what this
+    error tells the one model that needs it."""
+    accepted = list(schema.get("properties", {}))
+    unknown = [key for key in arguments if key not in accepted]
+    if not unknown:
+        return None
+    shown, more = unknown[:MAX_UNKNOWN_SHOWN], len(unknown) - MAX_UNKNOWN_SHOWN
+    by_form = {_form(name): name for name in accepted}
+    guesses = []
+    for key in shown:
+        if len(key) <= MAX_SHOWN and (close := difflib.get_close_matches(_form(key), list(by_form), n=1, cutoff=0.6)):
+            guesses.append(f"{by_form[close[0]]} for {key!r}" if len(unknown) > 1 else by_form[close[0]])
+    names = ", ".join(_shown(key) for key in shown) + (f" and {more} more" if more > 0 else "")
+    takes = f"{tool} takes {', '.join(accepted)}" if accepted else f"{tool} takes no arguments"
+    guess = f"; did you mean {' and '.join(guesses)}?" if guesses else "; leave it out" if len(unknown) == 1 else "; leave them out"
+    return f"unknown argument{'s' * (len(unknown) > 1)} {names}: {takes}{guess}"
+
+
+def _form(name: str) -> str:
+    """An argument's name as compared for a suggestion: `Token-Budget` is `token_budget`."""
+    return name.lower().replace("-", "_")
 
 
 def with_bounds(tool: Tool, limits: Limits) -> Tool:
