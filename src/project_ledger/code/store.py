@@ -285,15 +285,18 @@ class CodeStore:
 
     def changes_since(self, rev: int, model: str, revisions: int) -> tuple[list[SymbolChange], list[int], int]:
         """What the next few revisions after `rev` changed: symbols to upsert, ids to delete, and the revision
-        reached (`rev` itself when there is nothing new). Whole revisions only, so a watermark never splits one."""
+        reached. Whole revisions only, so a watermark never splits one. A revision that changed no symbol (a scan
+        of a tree with no code, a file's stat data) is passed over: the revision reached is the store's own once
+        no later change is left, else a watermark would stay behind it, and a lag above 0, until the next edit."""
+        current = self.rev()  # read first: every revision up to it was committed with its rows
         revs = self._read(
             "SELECT rev FROM (SELECT rev FROM code_symbols WHERE rev > ? UNION SELECT rev FROM code_removed WHERE rev > ?) "
-            "ORDER BY rev LIMIT ?",
-            (rev, rev, revisions),
+            "WHERE rev <= ? ORDER BY rev LIMIT ?",
+            (rev, rev, current, revisions),
         )
         if not revs:
-            return [], [], rev
-        top = revs[-1][0]
+            return [], [], max(rev, current)
+        top = current if len(revs) < revisions else revs[-1][0]
         columns = ", ".join("s." + column.strip() for column in _SYMBOL_COLUMNS.split(","))
         rows = self._read(
             f"SELECT {columns}, v.vector FROM code_symbols s "
