@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 DATA_DIR_NAME = ".ledger"
-PROJECT_MARKERS = (".git", DATA_DIR_NAME, "project_context.md")
+SET_UP_MARKERS = (DATA_DIR_NAME, "project_context.md")  # what `init` leaves at a project's root
+PROJECT_MARKERS = (".git", *SET_UP_MARKERS)
 
 
 class RootChoice(NamedTuple):
@@ -29,10 +30,17 @@ class RootChoice(NamedTuple):
 
 
 def find_project_root(cwd: Path) -> Path:
-    """The git top-level containing `cwd` (a `.git` dir or worktree file), else `cwd` itself."""
+    """The git top-level containing `cwd` (a `.git` dir or worktree file); else the nearest folder at or above it
+    that holds a ledger or a `project_context.md` (a project set up without git), below the home directory; else
+    `cwd` itself. So every command run in a subfolder finds the ledger that `init` made at the top."""
     cwd = cwd.resolve()
     for candidate in (cwd, *cwd.parents):
         if (candidate / ".git").exists():
+            return candidate
+    for candidate in (cwd, *cwd.parents):
+        if unsuitable(candidate):
+            break
+        if any((candidate / marker).exists() for marker in SET_UP_MARKERS):
             return candidate
     return cwd
 

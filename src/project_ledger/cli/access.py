@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.support import ledger_errors, project_options
+from project_ledger.cli.support import check_found_root, ledger_errors, project_options
 from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
 from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
@@ -25,13 +25,9 @@ class OwnerToken:
     printable: bool
 
 
-def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessService, OwnerToken]:
-    """The access service an HTTP server checks callers with, and the owner's token.
-
-    The token is LEDGER_AUTH_TOKEN (or its file) when set, else the data directory's `http_token`, made on
-    first use: a loopback server needs one too, since every account on the machine can reach 127.0.0.1.
-    """
-    from project_ledger.factory import local_token, open_access
+def configured_token(settings: Settings, host: str, no_auth: bool) -> str | None:
+    """The owner's token its owner set (LEDGER_AUTH_TOKEN or its file), None if none; refused if it is too weak or
+    missing where one is required, or contradicts --no-auth. Reads and writes nothing else."""
     from project_ledger.mcp.http import check_token
 
     try:
@@ -41,6 +37,18 @@ def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessS
     if no_auth and token is not None:
         raise click.ClickException("--no-auth and LEDGER_AUTH_TOKEN contradict each other; drop one")
     check_token(host, token, no_auth)
+    return token
+
+
+def server_access(settings: Settings, host: str, no_auth: bool) -> tuple[AccessService, OwnerToken]:
+    """The access service an HTTP server checks callers with, and the owner's token.
+
+    The token is LEDGER_AUTH_TOKEN (or its file) when set, else the data directory's `http_token`, made on
+    first use: a loopback server needs one too, since every account on the machine can reach 127.0.0.1.
+    """
+    from project_ledger.factory import local_token, open_access
+
+    token = configured_token(settings, host, no_auth)
     if no_auth:
         say("--no-auth: no token is asked for; any account on this machine can read, change and erase memories", err=True)
     elif token is None:
@@ -55,6 +63,7 @@ def opened_access(settings: Settings) -> Iterator[AccessService]:
     """This project's tokens and audit trail, for one command."""
     from project_ledger.factory import open_access
 
+    check_found_root(settings)
     access = open_access(settings, Path.cwd())
     try:
         yield access

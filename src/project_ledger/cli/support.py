@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from pydantic import ValidationError
 
-from project_ledger.cli.terminal import visible
+from project_ledger.cli.terminal import say, visible
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
+from project_ledger.project_root import DATA_DIR_NAME, find_project_root, unsuitable
 
 if TYPE_CHECKING:  # the services (and what they import) load when a command opens them, not with the CLI
     from project_ledger.maintenance.service import Services
@@ -125,6 +126,7 @@ def opened_services(
     """
     from project_ledger.factory import open_services
 
+    check_found_root(settings)
     services = open_services(settings, Path.cwd())
     try:
         maintenance = services.maintenance
@@ -137,6 +139,25 @@ def opened_services(
         yield services
     finally:
         services.close()
+
+
+def check_found_root(settings: Settings) -> None:
+    """Before a command opens a project it found by itself (no --root, --data-dir or LEDGER_ROOT): refuse the home
+    directory and `/`, as `serve` and the hooks do, and say so on stderr when it is about to start a new ledger; a
+    command run in the wrong folder would otherwise answer from an empty ledger as if it were the project's."""
+    if settings.root is not None or settings.data_dir is not None:
+        return
+    cwd = Path.cwd().resolve()
+    root = find_project_root(cwd)
+    if reason := unsuitable(root):
+        raise click.ClickException(f"{reason}; run this inside a project, or name it with --root")
+    if not (root / DATA_DIR_NAME).exists():
+        where = "here" if root == cwd else f"in {root}, the project of {cwd}"
+        say(
+            f"no ledger yet {where}: starting a new one in {root / DATA_DIR_NAME} (`project-ledger init` sets a project "
+            "up; --root names another project)",
+            err=True,
+        )
 
 
 @contextmanager
