@@ -98,7 +98,7 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
     "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="http: streamable HTTP at /mcp."
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface for --transport http; off loopback a token is required.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port for --transport http; 0 picks a free one.")
 @click.option("--no-auth", is_flag=True, help=NO_AUTH_HELP)
 @click.option("--shared-server", is_flag=True, hidden=True, help="The server stdio proxies share (started by them).")
 @serve_project_options
@@ -134,9 +134,13 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
         return
-    from project_ledger.cli.access import server_access
+    from project_ledger.cli.access import configured_token, server_access
+    from project_ledger.cli.listening import listen
     from project_ledger.mcp.http import RateLimit, serve_http
 
+    configured_token(settings, host, no_auth)  # a refused configuration is said first
+    listener = listen(host, port)  # then a busy port, as the one line printed, before any token is made or shown
+    port = listener.getsockname()[1]
     access, owner = server_access(settings, host, no_auth)
     app = create_server(settings, Path.cwd(), follow_roots=False, alongside=answering_hooks, tools_at_start=True)
     say(f"serving {app.name} for {(settings.root or Path.cwd()).resolve()} at http://{host}:{port}/mcp", err=True)
@@ -146,10 +150,11 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     try:
         anyio.run(functools.partial(
             serve_http, app, host=host, port=port, access=access, extra_hosts=hosts, extra_origins=origins, no_auth=no_auth,
-            limit=RateLimit(settings.http_rate_limit, settings.http_rate_window_seconds),
+            limit=RateLimit(settings.http_rate_limit, settings.http_rate_window_seconds), listener=listener,
         ))  # fmt: skip
     finally:
         access.close()
+        listener.close()
 
 
 def _served_result(answer: dict[str, Any] | None, model: type[Served]) -> Served | None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.access import OwnerToken, server_access
-from project_ledger.cli.support import NO_AUTH_HELP, ledger_errors, project_options
+from project_ledger.cli.access import OwnerToken, configured_token, server_access
+from project_ledger.cli.listening import listen
+from project_ledger.cli.support import NO_AUTH_HELP, check_found_root, ledger_errors, project_options
 from project_ledger.cli.terminal import say
 from project_ledger.config import Settings, comma_list
 from project_ledger.maintenance.access import ANONYMOUS, OWNER, AccessService
@@ -38,22 +39,27 @@ def inspect_command(settings: Settings, host: str, port: int, no_auth: bool) -> 
       project-ledger inspect --port 0           # any free port; the address is printed
       LEDGER_AUTH_TOKEN=$(openssl rand -hex 32) project-ledger inspect --host 0.0.0.0
     """
-    access, owner = server_access(settings, host, no_auth)  # the inspector knows only the owner's token
+    check_found_root(settings)
+    configured_token(settings, host, no_auth)  # a refused configuration is said first, then a busy port
+    listener = listen(host, port)
     try:
-        _serve(settings, host, port, owner, access)
+        access, owner = server_access(settings, host, no_auth)  # the inspector knows only the owner's token
+        try:
+            _serve(settings, host, listener, owner, access)
+        finally:
+            access.close()
     finally:
-        access.close()
+        listener.close()
 
 
-def _serve(settings: Settings, host: str, port: int, owner: OwnerToken, access: AccessService) -> None:
-    """Bind, open the ledger, and serve until interrupted; pins and forgets made on the page are audited."""
+def _serve(settings: Settings, host: str, listener: socket.socket, owner: OwnerToken, access: AccessService) -> None:
+    """Open the ledger and serve on `listener` until interrupted; pins and forgets made on the page are audited."""
     import uvicorn
 
     from project_ledger.factory import open_ledger
     from project_ledger.inspector.app import inspector_app
     from project_ledger.inspector.security import allowed_hosts, allowed_origins, url_host
 
-    listener = _listen(host, port)
     port = listener.getsockname()[1]
     hosts = allowed_hosts(host, port, comma_list(settings.http_allowed_hosts))
     origins = allowed_origins(host, port, comma_list(settings.http_allowed_origins))
@@ -66,21 +72,3 @@ def _serve(settings: Settings, host: str, port: int, owner: OwnerToken, access: 
     say(f"inspecting {ledger.paths.root} at http://{url_host(host)}:{port}/{query} (Ctrl-C stops)", err=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[listener])
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """Bind before anything is opened, so a busy port is one clear line, not a log entry after start-up."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise click.ClickException(f"cannot serve on {host!r}: {exc.strerror}") from None
-    family, kind, proto, _, address = infos[0]
-    listener = socket.socket(family, kind, proto)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind(address)
-    except OSError as exc:
-        listener.close()
-        raise click.ClickException(f"cannot listen on {host} port {port}: {exc.strerror}; choose another --port") from None
-    listener.listen(128)
-    return listener

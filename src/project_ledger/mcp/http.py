@@ -22,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import math
+import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -153,11 +154,12 @@ def http_app(
 
 async def serve_http(
     app: MCPServer, host: str, port: int, access: AccessService, extra_hosts: list[str], extra_origins: list[str],
-    *, limit: RateLimit, no_auth: bool = False,
+    *, limit: RateLimit, listener: socket.socket, no_auth: bool = False,
 ) -> None:
-    """Run until interrupted. The caller has checked the token (`check_token`) before opening the ledger."""
+    """Run until interrupted on `listener`, which the caller bound to `host`:`port` before printing anything. The
+    caller has checked the token (`check_token`) before opening the ledger."""
     import uvicorn
 
     asgi = http_app(app, host, port, access, extra_hosts, extra_origins, no_auth=no_auth, limit=limit)
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=[listener])
