@@ -1,5 +1,6 @@
 """What `init` can tell about a project from its files: package managers, the test command, the top-level
-layout, and from that a first `project_context.md` for the developer to finish.
+layout, what its manifests say (`cli/manifests.py`), and from that a first `project_context.md` for the developer to
+finish.
 
 Only manifest and lock files at the root are read; nothing is executed.
 """
@@ -11,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from project_ledger.cli.manifests import Manifest, read_manifests
 from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.memory.project_context import DRAFT_PROMPTS
 
@@ -37,12 +39,17 @@ PACKAGE_MANAGERS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# How each Python package manager runs a tool installed in the project's environment.
+PYTHON_RUNNERS = {"uv": "uv run ", "poetry": "poetry run ", "pdm": "pdm run ", "pipenv": "pipenv run "}
+
+
 @dataclass
 class ProjectFacts:
     languages: dict[str, int] = field(default_factory=dict)
     package_managers: list[str] = field(default_factory=list)
     test_command: str | None = None
     layout: list[str] = field(default_factory=list)
+    manifest: Manifest = field(default_factory=Manifest)
 
 
 def scan_project(root: Path, languages: dict[str, int]) -> ProjectFacts:
@@ -56,6 +63,7 @@ def scan_project(root: Path, languages: dict[str, int]) -> ProjectFacts:
         package_managers=list(ecosystems.values()),
         test_command=test_command(root, ecosystems),
         layout=top_level(root),
+        manifest=read_manifests(root, PYTHON_RUNNERS.get(ecosystems.get("python", ""), "")),
     )
 
 
@@ -65,8 +73,7 @@ def test_command(root: Path, ecosystems: dict[str, str]) -> str | None:
     if "test" in scripts and "no test specified" not in scripts["test"]:
         return f"{ecosystems.get('javascript', 'npm')} test"
     if "python" in ecosystems and _uses_pytest(root):
-        runner = {"uv": "uv run ", "poetry": "poetry run ", "pdm": "pdm run ", "pipenv": "pipenv run "}.get(ecosystems["python"], "")
-        return f"{runner}pytest"
+        return f"{PYTHON_RUNNERS.get(ecosystems['python'], '')}pytest"
     return {
         "cargo": "cargo test",
         "go modules": "go test ./...",
@@ -112,7 +119,13 @@ def draft_context(root: Path, facts: ProjectFacts) -> str:
     managers = ", ".join(facts.package_managers) or "none detected"
     tests = f"`{facts.test_command}`" if facts.test_command else "`...` (none detected)"
     layout = "\n".join(f"- `{entry}`: ..." for entry in facts.layout[:25]) or "- ..."
-    return f"""# {root.name}
+    manifest = facts.manifest
+    about = f"{manifest.description}\n\n" if manifest.description else ""
+    versions = "".join(f"\n- {version}" for version in manifest.versions)
+    run = f"`{manifest.run}`" if manifest.run else "`...`"
+    checks = ", ".join(f"`{command}`" for command in manifest.checks) or "`...`"
+    conventions = "".join(f"- {rule.capitalize() if rule[:1].islower() else rule}\n" for rule in manifest.conventions)
+    return f"""# {manifest.name or root.name}
 
 <!--
 Drafted by `project-ledger init` from the files at the root; finish it by hand and keep it short.
@@ -121,22 +134,22 @@ Write what an agent cannot work out quickly from the code; delete what does not 
 -->
 
 ## What this project is
-{DRAFT_PROMPTS["What this project is"]}
+{about}{DRAFT_PROMPTS["What this project is"]}
 
 ## Stack
 - Languages: {languages}
-- Package managers: {managers}
+- Package managers: {managers}{versions}
 
 ## Commands
 - Tests: {tests}
-- Run locally: `...`
-- Lint and format: `...`
+- Run locally: {run}
+- Lint, format and type-check: {checks}
 
 ## Layout
 {layout}
 
 ## Conventions
-{DRAFT_PROMPTS["Conventions"]}
+{conventions}{DRAFT_PROMPTS["Conventions"]}
 
 ## Decisions that hold
 {DRAFT_PROMPTS["Decisions that hold"]}
