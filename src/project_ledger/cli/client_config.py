@@ -87,6 +87,17 @@ def http_entry(client: Client, url: str, token_env: str) -> dict[str, Any]:
     return {**entry, "url": url, "headers": {"Authorization": header}}
 
 
+def served_root(path: Path, client: Client, name: str) -> str | None:
+    """The `--root` that server `name` in the client's file at `path` is started with; None if it has none."""
+    document = read_document(path, empty={})
+    servers = document.get(client.servers_key) if isinstance(document, dict) else None
+    entry = servers.get(name) if isinstance(servers, dict) else None
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if not isinstance(args, list) or "--root" not in args[:-1]:
+        return None
+    return str(args[args.index("--root") + 1])
+
+
 def snippet(client: Client, name: str, entry: dict[str, Any]) -> str:
     return json.dumps({client.servers_key: {name: entry}}, indent=2)
 

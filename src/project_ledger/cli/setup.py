@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from project_ledger.cli.client_config import (
     merge,
     merge_cursor_hooks,
     merge_hooks,
+    served_root,
     server_command,
     server_entry,
     snippet,
@@ -140,10 +142,15 @@ def config_command(
         say(f"(merge into {path}, or rerun with --write)", err=True)
         return
     try:
+        if target.project_file is None and (other := served_root(path, target, name)) not in (None, str(root)):
+            raise ConfigFileError(
+                f"{path} already has a server {name!r}, for {other}; one file serves every project, so give this one its "
+                f"own name (--name {name}-{re.sub(r'[^a-z0-9]+', '-', root.name.lower()).strip('-') or 'project'})"
+            )
         outcome = merge(path, client=target, name=name, entry=entry)
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; add the entry by hand (run without --write to print it)") from None
-    say(f"{outcome} server {name!r} in {path}")
+    say(f"{outcome} server {name!r} in {path}, serving {root}")
     if outcome == "unchanged":
         return
     if target.project_file and url is None:
