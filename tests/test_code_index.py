@@ -152,7 +152,8 @@ async def test_find_symbol_tries_exact_then_qualified_then_case_insensitive_then
         classes = await ledger.call("find_symbol", name="Point", kind="class")
         assert {s["language"] for s in classes["symbols"]} >= {"python"}
         none = await ledger.call("find_symbol", name="no_such_symbol_anywhere")
-        assert none == {"symbols": [], "matched_by": "none", "total": 0, "truncated": False, "note": None}
+        assert {key: value for key, value in none.items() if key != "note"} == {"symbols": [], "matched_by": "none", "total": 0, "truncated": False}
+        assert none["note"].startswith("no definition is named 'no_such_symbol_anywhere'; search_code finds symbols by")
 
 
 async def test_search_code_finds_symbols_by_meaning_and_by_identifier_words(project: Project) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
@@ -24,6 +24,7 @@ from project_ledger.search.tuning import REPO_MAP
 
 _SPECIFIC = re.compile(r"[a-z][A-Z]|_[a-zA-Z]")
 _DUNDER = re.compile(r"^__\w+__$")
+MAX_SIGNATURE_CHARS = 100  # of a definition's line in the map; find_symbol gives the whole signature
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,10 @@ def rank_definitions(
         total = sum(weight for _, _, weight in items)
         for target, name, weight in items:
             name_score[(target, name)] += rank[source] * weight / total
+    used = _with_members(definitions, name_score)
     scored = []
     for d in definitions:
-        score = name_score.get((d.path, d.name), 0.0)
+        score = used.get((d.path, _qualname(d)), 0.0)
         if d.name in focus_names:
             score += REPO_MAP.focus_name_bonus
         elif d.path in in_focus:
@@ -127,6 +129,22 @@ def rank_definitions(
         scored.append((score, rank.get(d.path, 0.0), d))
     scored.sort(key=lambda item: (-item[0], -item[1], item[2].path, item[2].line))
     return [(score, d) for score, _, d in scored]
+
+
+def _qualname(d: MapDefinition) -> str:
+    return f"{d.parent.replace('::', '.')}.{d.name}" if d.parent else d.name
+
+
+def _with_members(definitions: list[MapDefinition], name_score: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
+    """Each definition's share of the uses of its name in its file, plus its members' (deepest first): a use of
+    `Client.get` is a use of `Client`'s API, so the class ranks at least as high as its best method and its line comes
+    first, instead of the methods alone, each under its parent's name."""
+    namesakes = Counter((d.path, d.name) for d in definitions)  # eleven `decode` methods of one file share its uses
+    score = {(d.path, _qualname(d)): name_score.get((d.path, d.name), 0.0) / namesakes[(d.path, d.name)] for d in definitions}
+    for d in sorted(definitions, key=lambda d: -_qualname(d).count(".")):
+        if d.parent and (parent := (d.path, d.parent.replace("::", "."))) in score:
+            score[parent] += score[(d.path, _qualname(d))]
+    return score
 
 
 def render(chosen: list[MapDefinition]) -> str:
@@ -140,6 +158,8 @@ def render(chosen: list[MapDefinition]) -> str:
         lines = [f"{path}:"]
         for d in sorted(items, key=lambda d: d.line):
             text = d.signature or f"{d.kind} {d.name}"
+            if len(text) > MAX_SIGNATURE_CHARS:  # a long parameter list says little in an outline, and crowds others out
+                text = text[: MAX_SIGNATURE_CHARS - 1].rstrip() + "…"
             if d.parent:  # nested: indent under its parent, or name the parent when it is not shown
                 owner = d.parent.replace("::", ".").rsplit(".", 1)[-1]
                 text = f"  {text}" if owner in shown else f"{d.parent}: {text}"

@@ -197,7 +197,10 @@ class CodeService:
                     symbols=[_symbol(s) for s in found], matched_by=rule, total=total, truncated=total > len(found),
                     note=self.indexer.progress.note(),
                 )  # fmt: skip
-        return FindSymbolResult(symbols=[], matched_by="none", total=0, truncated=False, note=self.indexer.progress.note())
+        narrowed = " with these filters" if filters else ""
+        hint = f"no definition is named {name!r}{narrowed}; search_code finds symbols by what they do or by words in their names"
+        note = "; ".join(filter(None, [hint, self.indexer.progress.note()]))
+        return FindSymbolResult(symbols=[], matched_by="none", total=0, truncated=False, note=note)
 
     def search_code(self, query: str, k: int = 10, *, language: str | None = None, path: str | None = None) -> SearchCodeResult:
         query = self._name(query, "query")

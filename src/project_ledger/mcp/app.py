@@ -220,8 +220,9 @@ class LedgerTools:
         ))  # fmt: skip
         header = f"{plural(len(result.results), 'memory', 'memories')} ({'by id' if result.mode == 'by-id' else result.mode})"
         header += f"; {result.note}" if result.note else ""
-        body = render_results(result.results) if result.results else "No relevant memory."
-        return self._answer(result, f"{header}\n\n{body}")
+        # With nothing shown, the note says why (under the floor, or too long for token_budget): no second verdict.
+        body = render_results(result.results) if result.results else "" if result.note else "No relevant memory."
+        return self._answer(result, f"{header}\n\n{body}".strip())
 
     async def context(
         self,
