@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -58,6 +59,7 @@ from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.mcp.app import create_server
 from project_ledger.memory.service import LedgerService
+from project_ledger.models import Memory
 from project_ledger.search.embedding import Embedder, create_embedder
 from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import RankingParams
@@ -72,6 +74,7 @@ RECORDED = CORPUS / "recorded"
 BUDGET = 200  # the issue's recall(k=3, token_budget=200)
 TOKENS = TokenCounter()
 LEGS = ("ledger", "bm25", "dense")
+MEMORY_ID = re.compile(r"\bm[0-9a-z]{10}\b")  # the journal's ids, as they appear in a result's text
 PLURAL = {"prompt copy": "prompt copies", "question": "questions", "tool line": "tool lines"}
 
 
@@ -165,6 +168,25 @@ def handed(result: Any, escape_non_ascii: bool) -> str:
     if result.structured_content is not None:
         return json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=escape_non_ascii)
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def stored_ids(result: Any) -> list[str]:
+    """A `remember` result's memory id, then the ids of what was captured from it: from its structured content, or
+    (a result with text only) every memory id its text names, in order."""
+    if isinstance(result, dict) and isinstance(result.get("id"), str):
+        return [result["id"], *(c["id"] for c in result.get("captured") or [] if isinstance(c, dict) and "id" in c)]
+    return MEMORY_ID.findall(result) if isinstance(result, str) else []
+
+
+def listed(result: Any, live: dict[str, Memory]) -> list[Item]:
+    """The memories a `recall` result lists, best first: by its structured `results`, or (a result with text only, or
+    shaped otherwise) by the order in which its text names them."""
+    structured = result.structured_content or {}
+    if isinstance(structured.get("results"), list):
+        ids = [r["id"] for r in structured["results"] if isinstance(r, dict) and "id" in r]
+    else:
+        ids = list(dict.fromkeys(MEMORY_ID.findall(handed(result, False))))
+    return [Item(i, live[i].text, live[i].kind) for i in ids if i in live]
 
 
 def copies(texts: Sequence[str], markers: Sequence[str]) -> int:
@@ -296,15 +318,12 @@ class Replay:
                 if result.is_error:
                     self.observed.failed_calls.append(f"{tool}({arguments}) failed: {handed(result, self.escape)[:200]}")
                     continue
-                content = result.structured_content or {}
                 if tool == "remember":
                     self.observed.stored += 1
-                    if isinstance(recorded, dict) and "id" in recorded:
-                        self.ids[recorded["id"]] = content["id"]
-                        for old, new in zip(recorded.get("captured") or [], content.get("captured") or [], strict=False):
-                            self.ids[old["id"]] = new["id"]
-                    if label := self.wording.get(arguments.get("text", "")):
-                        self.decisions[label] = content["id"]
+                    old_ids, new_ids = stored_ids(recorded), stored_ids(result.structured_content or handed(result, False))
+                    self.ids.update(zip(old_ids, new_ids, strict=False))
+                    if (label := self.wording.get(arguments.get("text", ""))) and new_ids:
+                        self.decisions[label] = new_ids[0]
                 if isinstance(arguments.get("token_budget"), int):
                     self.observed.agent_budgets.append((arguments["token_budget"], TOKENS.count(handed(result, self.escape))))
 
@@ -342,11 +361,9 @@ class Replay:
         question = Question(slug, prompt, label["asks"], answers, decision["key"], injected=injected, injection=injection)
         await settled(client)
         found = await client.session.call_tool("recall", {"query": prompt})
-        question.ranked["ledger"] = [
-            Item(r["id"], r["text"], r["kind"]) for r in (found.structured_content or {}).get("results", [])
-        ]
+        question.ranked["ledger"] = listed(found, live)
         budgeted = await client.session.call_tool("recall", {"query": prompt, "k": 3, "token_budget": BUDGET})
-        question.budgeted = [Item(r["id"], r["text"], r["kind"]) for r in (budgeted.structured_content or {}).get("results", [])]
+        question.budgeted = listed(budgeted, live)
         question.budget_tokens = TOKENS.count(handed(budgeted, self.escape))
         if self.legs:
             pool = pools(ledger, [prompt], [SearchFilter()])
@@ -495,8 +512,13 @@ def _ratio(values: Sequence[float]) -> str:
     return f"{max(values):.2f} (median {statistics.median(values):.2f})" if values else "–"
 
 
-def _met(ok: bool) -> str:
-    return "yes" if ok else "**no**"
+def _met(ok: bool | None) -> str:
+    """yes, no, or – when there was nothing to measure (None)."""
+    return "–" if ok is None else "yes" if ok else "**no**"
+
+
+def _within(ratios: Sequence[float]) -> bool | None:
+    return max(ratios) <= 1.1 if ratios else None
 
 
 def summary(f: Figures, corpus: Corpus) -> list[str]:
@@ -517,13 +539,10 @@ def summary(f: Figures, corpus: Corpus) -> list[str]:
             f"| echo: injected items, follow-up questions (all {f.prompts} prompts) | ≤ 0.05 | {f.echo_injected:.2f} "
             f"({f.echo_injected_all:.2f}) | | | {_met(max(f.echo_injected, f.echo_injected_all) <= 0.05)} |"
         ),
-        (
-            f"| tokens handed / `token_budget`, most (median): replay | ≤ 1.1 | {_ratio(ratios)} | | | "
-            f"{_met(bool(ratios) and max(ratios) <= 1.1)} |"
-        ),
+        (f"| tokens handed / `token_budget`, most (median): replay | ≤ 1.1 | {_ratio(ratios)} | | | {_met(_within(ratios))} |"),
         (
             f"| same, recorded (the real CLI's requests) | ≤ 1.1 | {_ratio(f.recorded_ratios)} | | | "
-            f"{_met(bool(f.recorded_ratios) and max(f.recorded_ratios) <= 1.1)} |"
+            f"{_met(_within(f.recorded_ratios))} |"
         ),
         (
             f"| start-pack copies held at once, most per session (sessions with one): replay | 1 | {max(packs_replay, default=0)} "
