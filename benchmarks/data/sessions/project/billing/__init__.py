@@ -1,0 +1,1 @@
+"""Northwind billing: invoices and card charges."""
