@@ -279,3 +279,40 @@ async def test_repo_map_of_a_real_package_leads_with_its_classes_and_shows_its_c
     first = outline.splitlines()[1]
     assert re.match(r"  \d+: class \w+", first), first
     assert all(len(line) <= 120 for line in outline.splitlines()), "long signatures are cut in an outline"
+
+
+# -- undoing it all ---------------------------------------------------------------------------------------
+
+
+def test_uninstall_takes_out_exactly_what_init_and_config_added(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    root = home / "src" / "billing"
+    (root / ".git").mkdir(parents=True)
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"github": {"command": "gh-mcp"}}, "theme": "dark"}))
+    (root / ".claude").mkdir()
+    (root / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Bash(pytest)"]}}))
+    assert run_in(root, home, "init", "--no-index").returncode == 0
+    for args in (["claude-code"], ["cursor"], ["vscode"], ["claude-desktop"], ["claude-code", "--hooks"], ["cursor", "--hooks"]):
+        assert run_in(root, home, "config", *args, "--write").returncode == 0
+    desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
+    other = json.loads(desktop.read_text())
+    other["mcpServers"]["ledger-search"] = {"command": "/usr/bin/python3", "args": ["-m", "project_ledger", "serve", "--root", "/srv/search"]}
+    desktop.write_text(json.dumps(other))
+
+    assert run_in(root, home, "config", "claude-code", "--remove").returncode == 0
+    assert json.loads((root / ".mcp.json").read_text()) == {"mcpServers": {"github": {"command": "gh-mcp"}}, "theme": "dark"}
+    again = run_in(root, home, "config", "claude-code", "--remove")
+    assert again.returncode == 1 and "no server 'ledger' of the ledger to remove" in again.stderr
+
+    done = run_in(root, home, "uninstall")
+    assert done.returncode == 0, done.stderr
+    assert "--data deletes them" in done.stderr
+    assert not (root / ".cursor").exists() and not (root / ".vscode").exists(), "files and folders config made are gone"
+    assert json.loads((root / ".claude" / "settings.local.json").read_text()) == {"permissions": {"allow": ["Bash(pytest)"]}}
+    assert json.loads(desktop.read_text())["mcpServers"] == {"ledger-search": other["mcpServers"]["ledger-search"]}
+    assert (root / ".ledger").is_dir() and (root / "project_context.md").is_file()
+
+    unasked = run_in(root, home, "uninstall", "--data")  # no terminal to confirm on: nothing is deleted
+    assert unasked.returncode == 1 and (root / ".ledger").is_dir()
+    assert run_in(root, home, "uninstall", "--data", "--yes").returncode == 0
+    assert sorted(path.name for path in root.iterdir()) == [".claude", ".git", ".mcp.json"]

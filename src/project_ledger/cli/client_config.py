@@ -181,7 +181,7 @@ def hooks_block(command: str) -> dict[str, Any]:
     return {"hooks": {event: [{"hooks": [dict(entry)]}] for event in EVENTS}}
 
 
-def _ours(group: Any) -> bool:
+def is_ledger_hook(group: Any) -> bool:
     return isinstance(group, dict) and any(
         isinstance(hook, dict) and HOOK_MARK in str(hook.get("command", "")) for hook in group.get("hooks", []) or []
     )
@@ -190,7 +190,7 @@ def _ours(group: Any) -> bool:
 def merge_hooks(path: Path, command: str) -> str:
     """Put the ledger's hook on every event in Claude Code's settings file at `path`, keeping every other key and
     every other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
-    return _merge_hook_entries(path, empty={}, wanted=hooks_block(command)["hooks"], ours=_ours)
+    return _merge_hook_entries(path, empty={}, wanted=hooks_block(command)["hooks"], ours=is_ledger_hook)
 
 
 def cursor_hooks_block(command: str) -> dict[str, Any]:
@@ -200,10 +200,10 @@ def cursor_hooks_block(command: str) -> dict[str, Any]:
 def merge_cursor_hooks(path: Path, command: str) -> str:
     """Put the ledger's hook on Cursor's events in `.cursor/hooks.json`, keeping every other hook; an older entry of
     ours is replaced. Returns added, replaced or unchanged."""
-    return _merge_hook_entries(path, empty={"version": 1}, wanted=cursor_hooks_block(command)["hooks"], ours=_ours_cursor)
+    return _merge_hook_entries(path, empty={"version": 1}, wanted=cursor_hooks_block(command)["hooks"], ours=is_ledger_cursor_hook)
 
 
-def _ours_cursor(entry: Any) -> bool:
+def is_ledger_cursor_hook(entry: Any) -> bool:
     return isinstance(entry, dict) and "project_ledger hook cursor" in str(entry.get("command", ""))
 
 

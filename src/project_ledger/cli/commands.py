@@ -54,6 +54,7 @@ Examples:
   project-ledger export backup.jsonl        # every memory, tombstones included; `import` reads it back
   project-ledger doctor --fix               # check the journal, index, model and watcher; repair what is safe
   project-ledger salvage rescued.jsonl      # a damaged journal: every memory that can still be read, as an export
+  project-ledger uninstall                  # take every client entry and hook of this project out (--data: the memories too)
 """
 
 
@@ -78,6 +79,7 @@ ELSEWHERE = {
     "hook": "project_ledger.cli.hooks:hook_group",
     "import-transcripts": "project_ledger.cli.transcripts:import_transcripts",
     "salvage": "project_ledger.cli.salvage:salvage_command",
+    "uninstall": "project_ledger.cli.uninstall:uninstall",
 }
 
 

@@ -11,6 +11,7 @@ import click
 
 from project_ledger.cli.client_config import (
     CLIENTS,
+    Client,
     ConfigFileError,
     cursor_hooks_block,
     hook_command,
@@ -24,6 +25,7 @@ from project_ledger.cli.client_config import (
     server_entry,
     snippet,
 )
+from project_ledger.cli.client_removal import is_ledger_server, remove_hooks, remove_servers, serves
 from project_ledger.cli.indexing import index_with_progress
 from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
@@ -99,15 +101,20 @@ def init(settings: Settings, no_index: bool) -> None:
     "--hooks", is_flag=True, help="claude-code, cursor: the hooks that record the conversation (and inject memories), instead of the server."
 )
 @click.option("--shared", is_flag=True, help="With --hooks: .claude/settings.json (shared with the team) instead of .claude/settings.local.json.")
+@click.option("--remove", is_flag=True, help="Take the entry named --name (or, with --hooks, the hooks) out of the client's file instead.")
 @project_options
 def config_command(
-    settings: Settings, client: str, write: bool, name: str, use_uvx: bool, url: str | None, token_env: str, hooks: bool, shared: bool
+    settings: Settings, client: str, write: bool, name: str, use_uvx: bool, url: str | None, token_env: str, hooks: bool, shared: bool,
+    remove: bool,
 ) -> None:
-    """Print, or with --write merge, the configuration that starts this project's server in CLIENT.
+    """Print, or with --write merge, the configuration that starts this project's server in CLIENT; with --remove,
+    take it out again.
 
     The command and --root are absolute paths, so the entry works whatever PATH and working directory the client
-    starts servers with. Files: claude-desktop: its claude_desktop_config.json; claude-code: .mcp.json; cursor:
-    .cursor/mcp.json; vscode: .vscode/mcp.json (the last three at the project root).
+    starts servers with; --root defaults to the working directory's project. Files: claude-desktop: its
+    claude_desktop_config.json (one for every project: give each its own --name); claude-code: .mcp.json; cursor:
+    .cursor/mcp.json; vscode: .vscode/mcp.json (the last three at the project root). `project-ledger uninstall`
+    takes out every entry and hook of this project at once.
 
     \b
     Examples:
@@ -122,7 +129,18 @@ def config_command(
     if hooks or shared:
         if client not in ("claude-code", "cursor") or not hooks or (shared and client != "claude-code"):
             raise click.ClickException("--hooks is for claude-code and cursor, and --shared goes with claude-code --hooks")
+        if remove:
+            path = hooks_file(client, root, shared)
+            try:
+                removed = remove_hooks(path, client, root)
+            except ConfigFileError as exc:
+                raise click.ClickException(f"{exc}; take the hooks out by hand") from None
+            say(f"removed the ledger's hooks from {path}" if removed else f"no hooks of the ledger in {path}")
+            return
         configure_hooks(client, root, settings.data_dir, write=write, shared=shared)
+        return
+    if remove:
+        remove_entry(target, root, name)
         return
     if url is not None:
         try:
@@ -169,14 +187,45 @@ def _server_argv(settings: Settings, root: Path, use_uvx: bool) -> list[str]:
     return argv
 
 
+def remove_entry(target: Client, root: Path, name: str) -> None:
+    """Take server `name` out of the client's file, if it is the ledger's (and, in Claude Desktop's, serves `root`)."""
+    path = target.config_path(root)
+    project = root if target.project_file else None
+
+    def wanted(entry_name: str, entry: object) -> bool:
+        if entry_name != name:
+            return False
+        if project is None:
+            return serves(entry, root)
+        return is_ledger_server(entry) or (isinstance(entry, dict) and "url" in entry)
+
+    try:
+        if remove_servers(path, target, wanted, project_root=project):
+            say(f"removed server {name!r} from {path}")
+            return
+    except ConfigFileError as exc:
+        raise click.ClickException(f"{exc}; take the entry out by hand") from None
+    found = served_root(path, target, name) if path.exists() else None
+    why = f"it serves {found}, not {root}" if found else "there is none, or it does not start project-ledger"
+    raise click.ClickException(f"left {path} as it was: no server {name!r} of the ledger to remove ({why})")
+
+
+def hooks_file(client: str, root: Path, shared: bool) -> Path:
+    """The file `config CLIENT --hooks` merges into."""
+    if client == "cursor":
+        return root / ".cursor" / "hooks.json"
+    return root / ".claude" / ("settings.json" if shared else "settings.local.json")
+
+
 def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
     """Print, or merge into the client's project settings (Claude Code's, or Cursor's hooks.json), the ledger's hook
     on each event."""
     command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None, client)
+    path = hooks_file(client, root, shared)
     if client == "cursor":
-        path, block, merger = root / ".cursor" / "hooks.json", cursor_hooks_block(command), merge_cursor_hooks
+        block, merger = cursor_hooks_block(command), merge_cursor_hooks
     else:
-        path, block, merger = root / ".claude" / ("settings.json" if shared else "settings.local.json"), hooks_block(command), merge_hooks
+        block, merger = hooks_block(command), merge_hooks
     if not write:
         say_json(json.dumps(block, indent=2))
         say(f"(merge into {path}, or rerun with --write)", err=True)
