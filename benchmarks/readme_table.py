@@ -1,6 +1,8 @@
-"""Replace a marked section of the README with fresh benchmark output.
+"""Replace a marked section of the README, or of a page in docs/, with fresh benchmark output.
 
-A section is the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
+A section is the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`, in README.md or in one of
+docs/*.md (most tables live in docs/benchmarks.md). A benchmark writes its links relative to the repository's root,
+as from the README; in a page under docs/ they are rewritten relative to that page.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import re
 import time
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
+_LINK = re.compile(r"(\]\()(?!https?:|#|/)([^)\s]+)(\))")  # a relative link's target: ](path) or ](path#anchor)
 
 
 def machine() -> str:
@@ -27,16 +32,27 @@ def measured(command: str, load_before: float, load_after: float) -> str:
     )
 
 
-def replace_section(name: str, body: str) -> None:
-    text = README.read_text()
+def replace_section(name: str, body: str) -> Path:
+    """Put `body` between the markers of section `name`, in whichever page holds them; that page's path."""
     pattern = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- bench:{name} --> section")
-    README.write_text(pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text))
+    for page in PAGES:
+        text = page.read_text()
+        if pattern.search(text):
+            placed = relinked(body, page)
+            page.write_text(pattern.sub(lambda m: m.group(1) + placed.rstrip() + "\n" + m.group(2), text))
+            return page
+    raise SystemExit(f"neither README.md nor docs/*.md has a <!-- bench:{name} --> section")
+
+
+def relinked(body: str, page: Path) -> str:
+    """`body`'s relative links, written from the repository's root, as seen from `page`."""
+    if page.parent == ROOT:
+        return body
+    return _LINK.sub(lambda m: m.group(1) + os.path.relpath(ROOT / m.group(2), page.parent) + m.group(3), body)
 
 
 def publish(name: str, body: str, write: bool) -> None:
-    """Print a benchmark's section, and with `write` put it in the README."""
+    """Print a benchmark's section, and with `write` put it in the page that holds its markers."""
     print(body)
     if write:
         replace_section(name, body)
