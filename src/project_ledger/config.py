@@ -43,7 +43,9 @@ class Settings(BaseModel):
         super().__init__(**{**environment_values(os.environ), **values})
 
     root: Path | None = Field(
-        default=None, description="Project root. Default: git top-level of the working directory, else the working directory."
+        default=None,
+        description="Project root. Default: git top-level of the working directory, else the nearest folder above it "
+        "holding .ledger/ or project_context.md, else the working directory.",
     )
     data_dir: Path | None = Field(default=None, description="Where the journal and index live. Default: <root>/.ledger")
 
