@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from project_ledger.errors import InvalidArgument, LedgerError
 from project_ledger.models import RecallHit
 from project_ledger.search.index import SearchFilter
-from project_ledger.text.dialogue_act import TOOL_PREFIX, is_plumbing
+from project_ledger.text.dialogue_act import TOOL_PREFIX, dialogue_act, is_plumbing
 from project_ledger.text.excerpt import excerpt
 from project_ledger.text.injection import attribute, defang
 from project_ledger.text.text_signals import searchable_words
@@ -249,7 +249,8 @@ def choose_injection(
     hits: Iterable[RecallHit], *, session: str, floor: float, exclude: Iterable[str] = ()
 ) -> list[RecallHit]:
     """Of a recall's results (best first), those worth handing the agent unasked: relevant above the hook's own
-    floor, and not already in front of it (this session's turns, the prompt just stored).
+    floor, statements (`dialogue_act`: an earlier question, an "ok" or a tool's log line answers nothing), and not
+    already in front of it (this session's turns, the prompt just stored, what its start pack delivered).
 
     The one place that decides what is injected. A memory whose text reads like an instruction to the model
     (`suspicious`) is never pushed into a prompt: it reaches the agent only when asked for, through `recall`.
@@ -260,6 +261,7 @@ def choose_injection(
         for hit in hits
         if hit.relevance is not None
         and hit.relevance >= floor
+        and dialogue_act(hit.text) == "statement"
         and hit.id not in skip
         and not hit.suspicious
         and not (hit.kind == "turn" and hit.session == session)

@@ -57,6 +57,7 @@ from project_ledger.start_pack import discard as discard_kept_start
 from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, read_export, write_export
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, utc_now
+from project_ledger.text.dialogue_act import dialogue_act
 from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import Scrubber
 from project_ledger.text.text_signals import content_words, specifics
@@ -417,7 +418,8 @@ class LedgerService:
         if query is not None:
             query = self.validate.query(query)
             ranked, _, mode, _ = self.retrieval.retrieve(query, SearchFilter(), k=CONTEXT_MEMORIES + len(shown), session=session)
-            ranked = [r for r in ranked if r.memory.id not in shown][:CONTEXT_MEMORIES]
+            # Only what states something: an earlier question, an "ok" or a tool's log line answers nothing here.
+            ranked = [r for r in ranked if r.memory.id not in shown and dialogue_act(r.memory.text) == "statement"][:CONTEXT_MEMORIES]
             memories = self.retrieval.hits(ranked)
             if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
                 found = self.code.search_code(query, CONTEXT_SYMBOLS).results
