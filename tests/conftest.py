@@ -37,7 +37,21 @@ from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from project_ledger.config import Settings
-from project_ledger.models import Ack, ContextResult, ForgetResult, GistResult, HistoryResult, RecallResult, Record, RememberResult, Status
+from project_ledger.models import (
+    Ack,
+    ContextResult,
+    FindSymbolResult,
+    ForgetResult,
+    GistResult,
+    HistoryResult,
+    RecallResult,
+    Record,
+    ReferencesResult,
+    RememberResult,
+    RepoMapResult,
+    SearchCodeResult,
+    Status,
+)
 from project_ledger.search.embedding import DEFAULT_MODEL, Embedder, create_embedder
 from project_ledger.text.tokens import TokenCounter
 
@@ -48,7 +62,8 @@ EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 # The result model of each memory tool (see `mcp/app.py`), whose defaults fill in what a lean result leaves out.
 RESULT_MODELS: dict[str, type[Record]] = {
     "remember": RememberResult, "recall": RecallResult, "context": ContextResult, "history": HistoryResult, "pin": Ack,
-    "unpin": Ack, "forget": ForgetResult, "summarize_session": GistResult, "status": Status,
+    "unpin": Ack, "forget": ForgetResult, "summarize_session": GistResult, "status": Status, "find_symbol": FindSymbolResult,
+    "search_code": SearchCodeResult, "find_references": ReferencesResult, "repo_map": RepoMapResult,
 }  # fmt: skip
 # Read by `Settings` from the environment besides the LEDGER_* variables (see config.py).
 UNPREFIXED = ("QDRANT_URL", "QDRANT_API_KEY")

@@ -265,7 +265,7 @@ async def test_search_code_puts_the_symbol_a_query_names_first_and_context_inclu
         filtered = await ledger.call("search_code", query="Cache::insert", language="python")
         assert "Cache::insert" not in [hit["qualname"] for hit in filtered["results"]]
         pack = await ledger.call("context", query="change how Console.print handles non-terminal output")
-        assert "code" in pack["sections"] and "name=Console.print>" in pack["text"]
+        assert "# Code symbols relevant" in pack["text"] and "name=Console.print>" in pack["text"]
 
 
 # The same function in the code and, as a stand-in, in the tests: only the folder tells them apart.
