@@ -12,9 +12,10 @@ check and are not used here).
 Every turn is stored through `remember` as a `turn`, scoped by `session` to its conversation, as
 `[<session date>] <speaker>: <text>` (plus the caption of a shared image). Each question is asked within
 its conversation. R@k is the share of a question's evidence turns in the top k, averaged over questions;
-a memory captured from a turn counts as that turn, as `recall` shows the turn. Beside the shipped ranking: a plain
-BM25 over the turns alone (`plain_bm25.py`, the data README's reference and the issue's "plain BM25"), the
-ledger's own BM25 leg, its dense leg, and the earlier fusions; then issue 16's targets, against both BM25s.
+a memory captured from a turn counts as that turn (it quotes it). Beside the shipped ranking: a plain BM25 over the
+turns alone (`plain_bm25.py`, the data README's reference and the issue's "plain BM25"), the ledger's own BM25
+leg and its dense leg; the shipped weights' leave-one-conversation-out figures (`tune_fusion.py`, which learned
+them on these conversations and the project's own); then issue 16's targets, against both BM25s.
 
 Storing 2,760 turns takes a few minutes, so the journal (texts and vectors) is cached in the system's temp
 folder, keyed by the data, the model and the capture code; the search index is rebuilt from it on every
@@ -32,21 +33,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
-from project_ledger.memory.ranking import rank
 from project_ledger.memory.service import LedgerService
 from project_ledger.search.index import SearchFilter
-from project_ledger.search.tuning import FusionParams, RankingParams
+from project_ledger.search.tuning import RankingParams
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from plain_bm25 import PlainBm25  # noqa: E402  (sibling scripts, not a package)
-from retrieval import Pools, cut, pools  # noqa: E402
+from retrieval import Pools, cross_validated, pools, ranked_candidates  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
 CACHE = Path(tempfile.gettempdir()) / "project-ledger-bench-locomo"
@@ -154,11 +154,7 @@ def ranked(pool: Pools, i: int, method: str, params: RankingParams, depth: int =
         return pool.collapse([hit.seq for hit in candidates.sparse])[:depth]
     if method == "dense":
         return pool.collapse([hit.seq for hit in candidates.dense])[:depth]
-    kept, _ = rank(
-        cut(pool, i, params, depth), pool.memories, pool.lexical[i], params, time.time(), floor=floor, outdated=pool.outdated,
-        cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i], asks_time=pool.asks_time[i],
-    )  # fmt: skip
-    return pool.arranged(kept, i, params)[:depth]
+    return pool.arranged(ranked_candidates(pool, i, params, floor), i, params)[:depth]
 
 
 @dataclass(frozen=True)
@@ -231,21 +227,9 @@ METHODS = (
     ("plain BM25 (the data README's reference: k1 1.2, b 0.75, stop words, Snowball stemming; turns only)", "plain"),
     ("BM25 alone (the ledger's BM25 leg)", "bm25"),
     ("dense alone", "dense"),
-    ("first fusion (RRF k=20, dense ×1.5, no cosine for BM25-only candidates)", "before"),
-    ("previous fusion (RRF k=10, equal weights, no neighbour sharing)", "unshared"),
-    ("neighbour sharing, no feedback search", "unwidened"),
-    ("neighbour sharing and feedback search, no time signals", "untimed"),
-    ("as shipped (defaults, relevance floor applied)", "shipped"),
+    ("learned ranking, in-sample", "full"),
+    ("as shipped (learned ranking, relevance floor applied)", "shipped"),
 )
-BEFORE = FusionParams(k=20, dense_weight=1.5, candidates=50)
-UNSHARED = FusionParams(k=10, dense_weight=1.0, candidates=50)  # before turns lent their neighbours a share of BM25
-UNWIDENED = FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.3)  # before the feedback search
-FUSED = ("shipped", "before", "unshared", "unwidened", "untimed")  # ranked by `rank`, with the relevance floor
-
-
-def untimed(params: RankingParams) -> RankingParams:
-    """The ranking before questions that ask when lifted the memories that say when (`time_words`)."""
-    return replace(params, time_lift=0.0, time_boost=0.0)
 
 
 def table(bench: Locomo, params: RankingParams) -> tuple[list[str], dict[str, tuple[Figures, dict[str, float]]]]:
@@ -256,18 +240,9 @@ def table(bench: Locomo, params: RankingParams) -> tuple[list[str], dict[str, tu
         "|---|" + "---|" * (len(KS) + 1 + len(CATEGORIES)),
     ]
     for name, method in METHODS:
-        floor = params.floor if method in FUSED else 0.0
-        used, pool = params, bench.pool
-        if method == "before":
-            used, pool = replace(untimed(params), fusion=BEFORE), replace(bench.pool, cosines=[{}] * len(bench.items))
-        elif method == "unshared":
-            used = replace(untimed(params), fusion=UNSHARED)
-        elif method == "unwidened":
-            used = replace(untimed(params), fusion=UNWIDENED)
-        elif method == "untimed":
-            used = untimed(params)
-        full = "full" if method in FUSED else method
-        overall, per = bench.score(full, used, floor=floor, pool=pool), bench.by_category(full, used, pool, floor)
+        floor = params.floor if method == "shipped" else 0.0
+        full = "full" if method == "shipped" else method
+        overall, per = bench.score(full, params, floor=floor), bench.by_category(full, params, floor=floor)
         measured[method] = overall, per
         lines.append(f"| {name} | {overall.row()} | " + " | ".join(f"{per[c]:.3f}" for c in CATEGORIES.values()) + " |")
     return lines, measured
@@ -312,6 +287,8 @@ def main() -> None:
             "conversation. R@k: share of a question's evidence turns in the top k; MRR of the first one in the top 20.",
             "",
             *lines,
+            "",
+            cross_validated("LoCoMo dev"),
             "",
             f"Reference (data README): a plain BM25 with stemming and stop words scores {REFERENCE_BM25} on these turns.",
             f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/locomo.py` ({seconds / 60:.1f} min, load {_load()}).",

@@ -1,4 +1,4 @@
-"""Retrieval quality of `recall` and `context` on a long project conversation, and how the ranking was tuned.
+"""Retrieval quality of `recall` and `context` on a long project conversation.
 
     python benchmarks/retrieval.py            # prints the tables
     python benchmarks/retrieval.py --write    # also updates the README, results/retrieval.json and its R@k figure
@@ -18,26 +18,24 @@ Everything goes through the real service: journal, offline model, Qdrant Edge
 shard. The conversation is replayed on a simulated clock (the journal's
 `utc_now` is patched while storing) so that its six weeks have real ages.
 
-The ranking parameters are tuned on this set in two steps (fusion first,
-then the other signals), and the tuning procedure is also scored with 2-fold
-cross-validation, so the headline figure is not only a fit to the questions.
-The earlier synthetic corpus (`data/recall_corpus.json`) is scored with the
-chosen settings as a held-out check.
+The ranking's weights are learned on this set and LoCoMo dev together by
+`tune_fusion.py`, which also scores them cross-validated (tuned on some
+sessions, measured on the others); its figures for the shipped weights are
+printed beside the in-sample ones here. The earlier synthetic corpus
+(`data/recall_corpus.json`), which no weight was learned on, is a held-out check.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import MappingProxyType
 
 import project_ledger.storage.journal as journal_module
 from project_ledger.config import Settings
@@ -50,7 +48,7 @@ from project_ledger.memory.validation import parse_moment
 from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, Hit, SearchFilter
-from project_ledger.search.tuning import FusionParams, RankingParams
+from project_ledger.search.tuning import CandidateParams, FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
 from project_ledger.text.time_words import asks_for_time
 
@@ -58,6 +56,7 @@ HERE = Path(__file__).parent
 CONVERSATION = HERE / "data" / "project_conversation.json"
 OLD_CORPUS = HERE / "data" / "recall_corpus.json"
 PAIRS = HERE / "data" / "cleanliness_pairs.json"
+RANKING_RESULTS = HERE / "results" / "ranking.json"  # the learned weights' cross-validated figures (`tune_fusion.py`)
 POOL = 50  # candidates fetched per leg; the tuned setting uses fewer
 CATEGORIES = ("early-fact", "current-decision", "identifier", "paraphrase", "two-turn", "temporal")
 BUDGETS = (1000, 2000, 4000)
@@ -199,7 +198,7 @@ class Pools:
     asks_time: list[bool]  # per question, whether it asks when (`time_words.asks_for_time`), as `recall` tells `rank`
     texts: list[str]  # the questions, which `arrange` takes out copies of
 
-    def sparse(self, i: int, fusion: FusionParams) -> list[Hit]:
+    def sparse(self, i: int, fusion: CandidateParams) -> list[Hit]:
         """Question `i`'s BM25 list as a setting ranks it: the widened one where the setting asks for feedback."""
         widened = self.widened[i]
         return widened if fusion.feedback_hits and widened is not None else self.candidates[i].sparse
@@ -261,8 +260,18 @@ def cut(pool: Pools, i: int, params: RankingParams, depth: int = 0) -> Candidate
     return with_neighbours(first, pool.neighbours[i], params.fusion.neighbour_share)
 
 
+def ranked_candidates(pool: Pools, i: int, params: RankingParams, floor: float = 0.0) -> list[Ranked]:
+    """Question `i`'s candidates above `floor`, scored and ordered by `rank` as `recall` does (before `arrange`)."""
+    windowed = for_window(params, pool.wheres[i])
+    kept, _ = rank(
+        cut(pool, i, params), pool.memories, pool.lexical[i], windowed, time.time(), floor=floor,
+        outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
+        asks_time=pool.asks_time[i],
+    )  # fmt: skip
+    return kept
+
+
 def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingParams, floor: float = 0.0) -> list[list[int]]:
-    now = time.time()
     found = []
     for i in subset:
         candidates = pool.candidates[i]
@@ -273,56 +282,20 @@ def rankings(pool: Pools, subset: Sequence[int], method: str, params: RankingPar
         elif method == "rrf":
             found.append(pool.collapse([hit.seq for hit in fuse(candidates, FusionParams(k=60, dense_weight=1.0, candidates=POOL), POOL)])[:10])
         else:
-            windowed = for_window(params, pool.wheres[i])
-            kept, _ = rank(
-                cut(pool, i, params), pool.memories, pool.lexical[i], windowed, now, floor=floor,
-                outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
-                asks_time=pool.asks_time[i],
-            )  # fmt: skip
-            found.append(pool.arranged(kept, i, windowed)[:10])
+            found.append(pool.arranged(ranked_candidates(pool, i, params, floor), i, params)[:10])
     return found
 
 
-def tune(pool: Pools, questions: list[Question], subset: Sequence[int]) -> RankingParams:
-    """Fusion first (other signals off), then recency, kind weights and the outdated factor on top of it.
-
-    Kind weights are capped at 1.1 for decisions and definitions and 0.95 for
-    turns: wider ones (1.25 / 0.85) fit this set a little better but cost a
-    tenth of MRR on the held-out corpus, whose answers are often notes and turns.
-    """
-    chosen = [questions[i] for i in subset]
-    plain = RankingParams(recency_share=0.0, kind_weights=MappingProxyType({}), access_weight=0.0, superseded_factor=1.0)
-
-    def quality(params: RankingParams) -> tuple[float, float]:
-        """R@5 + R@10 + MRR, less a penalty for each question where an outdated version comes first."""
-        found = rankings(pool, subset, "full", params)
-        s = score(found, chosen)
-        return s.r10 + s.r5 + s.mrr - 0.02 * superseded_first(found, chosen), s.r10
-
-    fusions = [
-        FusionParams(k=k, dense_weight=w, candidates=c)
-        for k, w, c in itertools.product((1, 2, 5, 10, 20, 60), (0.5, 0.75, 1.0, 1.5, 2.0, 3.0), (20, 50))
-    ]
-    best = max((replace(plain, fusion=f) for f in fusions), key=quality)
-    signals = [
-        replace(
-            best, recency_share=share, half_life_days=half, superseded_factor=outdated,
-            kind_weights=MappingProxyType({"decision": kw, "definition": kw, "turn": tw}),
-        )  # fmt: skip
-        for share, half, kw, tw, outdated in itertools.product(
-            (0.0, 0.15, 0.3, 0.5), (7.0, 14.0, 30.0), (1.0, 1.1), (0.95, 1.0), (0.5, 0.7, 0.85)
-        )
-    ]
-    return max(signals, key=quality)
-
-
-def describe(params: RankingParams) -> str:
-    f = params.fusion
-    weights = ", ".join(f"{kind} {w:g}" for kind, w in params.kind_weights.items())
+def cross_validated(corpus: str) -> str:
+    """The line giving `corpus`'s cross-validated figures for the shipped weights, from `tune_fusion.py`'s results."""
+    found = json.loads(RANKING_RESULTS.read_text()) if RANKING_RESULTS.exists() else None
+    if found is None or found["weights"] != dict(RankingParams().weights):
+        return "Cross-validated figures: run `python benchmarks/tune_fusion.py --write` (none for the shipped weights yet)."
+    cv = found["cross_validated"][corpus]
     return (
-        f"RRF k={f.k}, dense weight {f.dense_weight:g}, {f.candidates} candidates per leg; recency share {params.recency_share:g} "
-        f"with a {params.half_life_days:g}-day half-life; kind weights {weights or 'none'}; outdated turns and superseded "
-        f"memories × {params.superseded_factor:g}"
+        f"Cross-validated ({found['folds']}, `python benchmarks/tune_fusion.py`): "
+        + ", ".join(f"{name} {cv[name]:.3f}" for name in ("R@1", "R@5", "R@10", "MRR"))
+        + "."
     )
 
 
@@ -434,9 +407,8 @@ METHODS = (
     ("BM25 alone", "bm25"),
     ("dense alone", "dense"),
     ("plain RRF (k=60)", "rrf"),
-    ("full ranking", "full"),
-    ("full ranking, relevance floor applied", "floor"),
-    ("as shipped (the defaults, with their floor)", "shipped"),
+    ("learned ranking, in-sample", "full"),
+    ("as shipped (learned ranking, relevance floor applied)", "floor"),
 )
 BASELINES = {"bm25", "dense", "rrf"}
 
@@ -464,20 +436,12 @@ def main() -> None:
         unanswerable = pools(ledger, [u["question"] for u in data["unanswerable"]], [SearchFilter()] * len(data["unanswerable"]))
         everything = list(range(len(questions)))
 
-        tuned = tune(pool, questions, everything)
-        halves = (everything[0::2], everything[1::2])
-        folds = []
-        for train, test in (halves, halves[::-1]):
-            params = tune(pool, questions, train)
-            folds.append(score(rankings(pool, test, "full", params), [questions[i] for i in test]))
-        floor, floor_lines = calibrate_floor(pool, questions, unanswerable, tuned)
-        final = replace(tuned, floor=floor)
+        final = RankingParams()
+        floor, floor_lines = calibrate_floor(pool, questions, unanswerable, final)
 
         def ranked_by(subset: Sequence[int], method: str) -> list[list[int]]:
             if method == "floor":
                 return rankings(pool, subset, "full", final, final.floor)
-            if method == "shipped":
-                return rankings(pool, subset, "full", RankingParams(), RankingParams().floor)
             return rankings(pool, subset, method, final)
 
         def table(subset: Sequence[int], method: str) -> Scores:
@@ -511,9 +475,9 @@ def main() -> None:
             "",
             *lines,
             "",
-            f"Full ranking minus the best single leg: {gain:+.3f} R@10 (target ≥ +0.05); {gain_floored:+.3f} with the relevance floor. "
-            f"2-fold cross-validated R@10 of the tuning procedure: {statistics.fmean(f.r10 for f in folds):.3f}.",
-            f"Chosen: {describe(final)}; relevance floor {final.floor:.2f}.",
+            f"Full ranking minus the best single leg: {gain:+.3f} R@10 (target ≥ +0.05); {gain_floored:+.3f} with the relevance floor.",
+            cross_validated("own conversation"),
+            f"The relevance floor {final.floor:.2f} ({'as calibrated below' if floor == final.floor else f'calibrated below: {floor:.2f}'}).",
             "",
             "Relevance floor (the highest that costs at most 0.02 R@10 is chosen):",
             "",
@@ -545,7 +509,7 @@ def main() -> None:
             {
                 "measured": f"{datetime.now(UTC):%Y-%m-%d}",
                 "ks": list(KS),
-                "chosen": describe(final) + f"; relevance floor {final.floor:.2f}",
+                "chosen": f"learned signal weights (search/tuning.py); relevance floor {final.floor:.2f}",
                 "corpora": [
                     {"title": f"Project conversation ({len(questions)} questions)", "methods": curves},
                     {"title": f"Held-out synthetic corpus ({OLD_CORPUS.name})", "methods": held_out_curves},

@@ -15,7 +15,6 @@ from project_ledger.search.fusion import (
     with_feedback,
     with_meaning,
     with_neighbours,
-    with_time,
 )
 from project_ledger.search.index import Candidates, Hit
 from project_ledger.search.sparse import SparseVec, whole_identifiers
@@ -175,11 +174,3 @@ def test_feedback_adds_at_most_the_asked_number_of_words_and_nothing_when_no_wor
     assert with_feedback(query, top, terms=5, weight=0.0) is query
     assert with_feedback(query, [], terms=5, weight=0.2) is query
 
-
-def test_memories_that_say_when_move_up_the_dense_list_by_the_lift_and_the_bm25_list_stays() -> None:
-    found = Candidates(dense=[Hit(1, 0.62), Hit(2, 0.6), Hit(3, 0.5)], sparse=[Hit(3, 4.0)])
-    lifted = with_time(found, {2, 3}, 0.05)
-    assert [hit.seq for hit in lifted.dense] == [2, 1, 3]  # 0.65 passes 0.62; 0.55 stays last
-    assert lifted.sparse == found.sparse
-    assert with_time(found, {2}, 0.0) == found
-    assert with_time(found, set(), 0.05) == found

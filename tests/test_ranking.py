@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from project_ledger.memory.ranking import (
+    SIGNALS,
     Ranked,
     Sources,
     admitted_neighbours,
@@ -23,9 +24,9 @@ from project_ledger.memory.ranking import (
     rare_exact,
 )
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse, with_neighbours
+from project_ledger.search.fusion import with_neighbours
 from project_ledger.search.index import Candidates, Hit, SearchFilter
-from project_ledger.search.tuning import FusionParams, RankingParams
+from project_ledger.search.tuning import CandidateParams, RankingParams
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 PARAMS = RankingParams()
@@ -42,41 +43,68 @@ def only(item: Memory, dense: float = 0.5, coverage: float = 0.0, params: Rankin
     return [*kept, *below][0]
 
 
-def test_the_score_is_the_fused_score_times_the_boosts_shown() -> None:
+def said(memory_id: str, text: str, kind: str = "turn", age_days: float = 0, **fields: Any) -> Memory:
+    at = (NOW - timedelta(days=age_days)).isoformat().replace("+00:00", "Z")
+    return Memory(id=memory_id, text=text, kind=kind, created_at=at, updated_at=at, **fields)
+
+
+def test_a_question_an_acknowledgement_and_a_log_line_weigh_less_than_a_statement_and_plumbing_never_ranks() -> None:
+    texts = {
+        1: "Remind me, what is our retry policy for the payment gateway client?",
+        2: "[tool] Bash: pytest -q tests/test_gateway.py",
+        3: "ok, thanks",
+        4: "[tool] mcp__ledger__recall: payment gateway client retry policy",
+        5: "The payment gateway client retries 4 times, backing off from 0.5 s.",
+    }
+    found = Candidates(dense=[Hit(seq, 0.9 - seq / 100) for seq in texts], sparse=[])
+    kept, below = rank(found, {seq: said(f"t{seq}", text) for seq, text in texts.items()}, {}, PARAMS, NOW.timestamp(), floor=0.0)
+    order = [item.memory.id for item in arrange(kept, {}, PARAMS)]
+    assert order[0] == "t5" and order[-1] == "t3" and "t4" not in order and below == []  # plumbing: gone
+    acts = {item.memory.id: {"question", "acknowledgement", "log"} & set(item.sources.signals) for item in kept}
+    assert acts == {"t1": {"question"}, "t2": {"log"}, "t3": {"acknowledgement"}, "t5": set()}
+
+
+def ranked_as(memories: list[Memory]) -> list[Ranked]:
+    """`memories` in this order, as `rank` would hand them to `arrange`."""
+    found = Candidates(dense=[Hit(n, 0.9 - n / 100) for n in range(len(memories))], sparse=[])
+    even = replace(PARAMS, weights={"places": 1.0})  # the list places alone
+    kept, _ = rank(found, dict(enumerate(memories)), {}, even, NOW.timestamp(), floor=0.0)
+    return kept
+
+
+def test_the_score_is_the_sum_of_each_signal_times_its_weight() -> None:
     found = Candidates(dense=[Hit(1, 0.7), Hit(2, 0.6)], sparse=[Hit(2, 3.0)])
     memories = {1: memory("m1", "decision", access_count=4), 2: memory("m2", age_days=3, session="s1")}
     kept, _ = rank(found, memories, {1: 0.5, 2: 0.5}, PARAMS, NOW.timestamp(), session="s1")
-    fused = {hit.seq: hit.score for hit in fuse(found, PARAMS.fusion, 3)}
     for item in kept:
-        assert item.sources.fused == pytest.approx(fused[item.seq])
-        assert item.score == pytest.approx(item.sources.fused * math.prod(item.sources.boosts.values()))
+        assert set(item.sources.signals) <= set(SIGNALS) and all(item.sources.signals.values())
+        assert item.score == pytest.approx(sum(PARAMS.weights[name] * value for name, value in item.sources.signals.items()))
     sources = {item.memory.id: item.sources for item in kept}
     assert (sources["m1"].dense, sources["m1"].dense_rank, sources["m1"].bm25, sources["m1"].bm25_rank) == (0.7, 0, None, None)
     assert (sources["m2"].dense, sources["m2"].dense_rank, sources["m2"].bm25, sources["m2"].bm25_rank) == (0.6, 1, 3.0, 0)
-    assert sources["m1"].boosts == {"access": pytest.approx(1 + 0.03 * math.log(5)), "kind": 1.1}
+    assert sources["m1"].signals["used"] == pytest.approx(math.log(5)) and sources["m1"].signals["decided"] == 1.0
+    assert sources["m2"].signals["session"] == 1.0 and sources["m2"].signals["bm25_place"] == 1.0
 
 
-def test_kinds_are_weighted() -> None:
-    assert only(memory("m1", "decision")).sources.boosts == {"kind": 1.1}
-    assert only(memory("m1", "definition")).sources.boosts == {"kind": 1.1}
-    assert only(memory("m1", "turn")).sources.boosts["kind"] == 0.95
-    assert only(memory("m1", "summary")).sources.boosts["kind"] == 0.7
-    assert "kind" not in only(memory("m1", "todo")).sources.boosts
+def scored(item: Memory, **options: Any) -> float:
+    return only(item, **options).score
 
 
-def test_a_note_loses_part_of_its_score_with_age_but_decisions_definitions_and_pins_do_not() -> None:
-    assert only(memory("m1", age_days=0)).sources.boosts["recency"] == pytest.approx(1.0)
-    assert only(memory("m1", age_days=7)).sources.boosts["recency"] == pytest.approx(1 - 0.3 + 0.3 * 0.5)  # one half-life
-    assert only(memory("m1", age_days=10_000)).sources.boosts["recency"] == pytest.approx(0.7)  # only the decaying share goes
+def test_with_the_same_places_a_written_down_memory_outranks_a_turn_and_a_gist_ranks_below_both() -> None:
+    assert scored(memory("m1", "decision")) >= scored(memory("m1", "note")) > scored(memory("m1", "turn")) > scored(memory("m1", "summary"))
+
+
+def test_a_note_fades_with_age_but_decisions_definitions_and_pins_do_not() -> None:
+    assert only(memory("m1", age_days=7)).sources.signals["fresh"] == pytest.approx(math.log(0.85))  # one half-life: 0.7 + 0.3 / 2
+    assert scored(memory("m1", age_days=0)) > scored(memory("m1", age_days=7)) > scored(memory("m1", age_days=400))
     for item in (memory("m1", "decision", 400), memory("m1", "definition", 400), memory("m1", age_days=400, pinned=True)):
-        assert "recency" not in only(item).sources.boosts
-    assert "recency" not in only(memory("m1", age_days=400), params=replace(PARAMS, half_life_days=0)).sources.boosts
+        assert "fresh" not in only(item).sources.signals  # log(1): nothing taken off
+    assert "fresh" not in only(memory("m1", age_days=400), params=replace(PARAMS, half_life_days=0)).sources.signals
 
 
-def test_often_handed_out_and_same_session_memories_rank_a_little_higher() -> None:
-    assert only(memory("m1", access_count=9)).sources.boosts["access"] == pytest.approx(1 + 0.03 * math.log(10))
-    assert only(memory("m1", session="s1"), session="s1").sources.boosts["session"] == pytest.approx(1.1)
-    assert "session" not in only(memory("m1", session="s1"), session="s2").sources.boosts
+def test_often_used_and_same_session_memories_rank_a_little_higher() -> None:
+    assert scored(memory("m1", access_count=9)) > scored(memory("m1"))
+    assert scored(memory("m1", session="s1"), session="s1") > scored(memory("m1", session="s1"), session="s2")
 
 
 def test_superseded_memories_and_outdated_turns_rank_below_current_ones() -> None:
@@ -84,10 +112,11 @@ def test_superseded_memories_and_outdated_turns_rank_below_current_ones() -> Non
     memories = {1: memory("m1", "decision", superseded_by="m3"), 2: memory("m2", "decision"), 3: memory("m3", "decision")}
     kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
     assert [item.memory.id for item in kept] == ["m2", "m3", "m1"]
-    assert kept[-1].sources.boosts["superseded"] == 0.7
+    assert kept[-1].sources.signals["outdated"] == 1.0
 
     turn = only(memory("m4", "turn"), outdated={1: "m3"})
-    assert turn.outdated_by == "m3" and turn.sources.boosts["superseded"] == 0.7
+    assert turn.outdated_by == "m3" and turn.sources.signals["outdated"] == 1.0
+    assert turn.score < scored(memory("m4", "turn"))
 
 
 def test_results_under_the_relevance_floor_are_set_apart() -> None:
@@ -109,10 +138,9 @@ def test_candidates_that_are_not_live_memories_are_skipped() -> None:
 def test_a_question_about_a_time_window_ignores_age_and_later_changes() -> None:
     assert for_window(PARAMS, SearchFilter()) is PARAMS
     windowed = for_window(PARAMS, SearchFilter(since=NOW.timestamp() - 86_400))
-    assert (windowed.recency_share, windowed.superseded_factor) == (0.0, 1.0)
+    assert (windowed.weights["fresh"], windowed.weights["outdated"], windowed.successors_first) == (0.0, 0.0, False)
     assert for_window(PARAMS, SearchFilter(until=NOW.timestamp())) == windowed
-    old = only(memory("m1", age_days=30, superseded_by="m2"), params=windowed)
-    assert old.score == pytest.approx(old.sources.fused)
+    assert scored(memory("m1", age_days=30, superseded_by="m2"), params=windowed) == pytest.approx(scored(memory("m1"), params=windowed))
 
 
 def unit(*values: float) -> np.ndarray:
@@ -203,10 +231,7 @@ def test_an_outdated_item_never_ranks_above_what_replaced_it_outside_a_time_wind
 
 
 def test_a_captured_memory_takes_the_better_place_of_it_and_its_turn_and_the_turn_goes() -> None:
-    found = Candidates(dense=[Hit(3, 0.9), Hit(2, 0.8), Hit(4, 0.7), Hit(1, 0.6)], sparse=[])
-    memories = {1: memory("c1", "decision"), 2: memory("m2"), 3: memory("t3", "turn"), 4: memory("c4", "todo")}
-    kept, _ = rank(found, memories, {}, PARAMS, NOW.timestamp())
-    assert [item.memory.id for item in kept] == ["t3", "m2", "c1", "c4"]
+    kept = ranked_as([memory("t3", "turn"), memory("m2"), memory("c1", "decision"), memory("c4", "todo")])
     arranged = arrange(kept, {"c1": "t3", "c4": "t9"}, PARAMS)  # c4's turn did not rank: c4 keeps its place
     assert [item.memory.id for item in arranged] == ["c1", "m2", "c4"]
 
@@ -215,11 +240,11 @@ def test_the_few_candidates_holding_an_identifier_the_query_names_come_first_eve
     look_alikes = {
         seq: memory(f"m{seq}").model_copy(update={"text": f"ticket OPS-9409{seq} is about quotas"}) for seq in range(1, 6)
     }
-    found = Candidates(dense=[Hit(seq, 0.8) for seq in (1, 2, 3, 4)], sparse=[Hit(5, 2.0), Hit(1, 1.0)])
+    found = Candidates(dense=[Hit(seq, 0.8) for seq in (1, 2, 3, 4)], sparse=[Hit(1, 2.0), Hit(5, 1.9)])
     kept, below = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.5, exact_terms=["ops-94095"])
     assert kept[0].memory.id == "m5" and kept[0].sources.exact and not below  # only BM25 found it, under the floor, yet it leads
     plain, _ = rank(found, look_alikes, {}, PARAMS, NOW.timestamp(), floor=0.0)
-    assert plain[0].memory.id != "m5"  # without the exact term, fusion puts the dense list's look-alikes first
+    assert plain[0].memory.id != "m5"  # without the exact term, a look-alike both lists found comes first
 
 
 def test_an_identifier_many_candidates_hold_changes_no_order() -> None:
@@ -234,7 +259,7 @@ def test_a_turn_next_to_the_turns_holding_the_words_ranks_without_having_them() 
     found = Candidates(dense=[], sparse=[Hit(3, 5.0), Hit(6, 1.0), Hit(1, 0.1), Hit(7, 0.1)])  # t3 asked, t4 answered
     around = {3: [2, 4], 6: [5, 7], 1: [2], 7: [6]}
     lexical = {3: 1.0, 6: 0.5, 1: 0.2, 7: 0.2}  # t2 and t4 hold none of the query's words
-    sharing = replace(PARAMS, fusion=FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.5))
+    sharing = replace(PARAMS, fusion=CandidateParams(neighbour_share=0.5))
     kept, _ = rank(with_neighbours(found, around, 0.5), turns, lexical, sharing, NOW.timestamp(), floor=0.45, neighbours=around)
     assert [item.memory.id for item in kept] == ["t3", "t2", "t4", "t6"]
     assert {item.memory.id: item.relevance for item in kept}["t4"] == pytest.approx(0.5)  # half of t3's coverage: over the floor
@@ -273,21 +298,19 @@ def test_a_question_that_asks_when_lifts_the_memory_that_says_when_within_bounds
     memories, coverage = {1: said, 2: plain}, {1: 0.5, 2: 0.5}
     asked, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asks_time=True)
     assert [r.seq for r in asked] == [1, 2]
-    first = asked[0]
-    assert first.sources.boosts["time"] == 1 + PARAMS.time_boost
-    assert first.sources.dense == 0.6 and first.relevance == 0.6  # the lift orders; the cosine and relevance stay
-    assert "time" not in asked[1].sources.boosts
+    assert asked[0].sources.signals["timely"] == 1.0 and asked[0].relevance == 0.6  # the order moves; relevance stays
+    assert "timely" not in asked[1].sources.signals
     other, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0)  # the same words, not asking when
-    assert [r.seq for r in other] == [2, 1] and all("time" not in r.sources.boosts for r in other)
-    without = replace(PARAMS, time_lift=0.0, time_boost=0.0)
-    assert [r.seq for r in rank(found, memories, coverage, without, NOW.timestamp(), floor=0.0, asks_time=True)[0]] == [2, 1]
-    far = Candidates(dense=[Hit(2, 0.8), Hit(1, 0.6)], sparse=[Hit(2, 3.0)])  # a time is no reason to pass a far better match
-    assert [r.seq for r in rank(far, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asks_time=True)[0]] == [2, 1]
+    assert [r.seq for r in other] == [2, 1] and all("timely" not in r.sources.signals for r in other)
+    far = Candidates(dense=[Hit(2, 0.85), Hit(3, 0.8), Hit(1, 0.3)], sparse=[Hit(2, 3.0), Hit(3, 2.0)])
+    memories[3] = memory("c").model_copy(update={"text": "Postgres holds the billing tables."})
+    kept, _ = rank(far, memories, {1: 0.25, 2: 0.5, 3: 0.5}, PARAMS, NOW.timestamp(), floor=0.0, asks_time=True)
+    assert [r.seq for r in kept][-1] == 1  # a time is no reason to pass far better matches
 
 
 def test_an_outdated_item_follows_its_successor_and_looping_links_lose_nothing() -> None:
     def ranked(memory_id: str, outdated_by: str | None = None) -> Ranked:
-        sources = Sources(dense=None, dense_rank=None, bm25=None, bm25_rank=None, coverage=0.0, fused=0.0, boosts={})
+        sources = Sources(dense=None, dense_rank=None, bm25=None, bm25_rank=None, coverage=0.0, signals={})
         return Ranked(0, memory(memory_id), 1.0, 1.0, outdated_by, sources)
 
     def order(*items: Ranked) -> list[str]:
@@ -297,32 +320,6 @@ def test_an_outdated_item_follows_its_successor_and_looping_links_lose_nothing()
     assert order(ranked("old", outdated_by="gone"), ranked("x")) == ["old", "x"]  # its successor is no candidate
     assert order(ranked("a"), ranked("self", outdated_by="self"), ranked("c")) == ["a", "self", "c"]
     assert order(ranked("p", outdated_by="q"), ranked("q", outdated_by="p"), ranked("c")) == ["c", "p", "q"]
-
-
-def said(memory_id: str, text: str, kind: str = "turn", age_days: float = 0, **fields: Any) -> Memory:
-    at = (NOW - timedelta(days=age_days)).isoformat().replace("+00:00", "Z")
-    return Memory(id=memory_id, text=text, kind=kind, created_at=at, updated_at=at, **fields)
-
-
-def test_a_question_an_acknowledgement_and_a_log_line_weigh_less_than_a_statement_and_plumbing_never_ranks() -> None:
-    texts = {
-        1: "Remind me, what is our retry policy for the payment gateway client?",
-        2: "[tool] Bash: pytest -q tests/test_gateway.py",
-        3: "ok, thanks",
-        4: "[tool] mcp__ledger__recall: payment gateway client retry policy",
-        5: "The payment gateway client retries 4 times, backing off from 0.5 s.",
-    }
-    found = Candidates(dense=[Hit(seq, 0.9 - seq / 100) for seq in texts], sparse=[])
-    kept, below = rank(found, {seq: said(f"t{seq}", text) for seq, text in texts.items()}, {}, PARAMS, NOW.timestamp(), floor=0.0)
-    assert [item.memory.id for item in kept] == ["t5", "t1", "t2", "t3"] and below == []  # t4 is plumbing: gone
-    assert {item.memory.id: item.sources.boosts.get("act") for item in kept} == {"t1": 0.6, "t2": 0.5, "t3": 0.3, "t5": None}
-
-
-def ranked_as(memories: list[Memory]) -> list[Ranked]:
-    """`memories` in this order, as `rank` would hand them to `arrange`."""
-    found = Candidates(dense=[Hit(n, 0.9 - n / 100) for n in range(len(memories))], sparse=[])
-    kept, _ = rank(found, dict(enumerate(memories)), {}, replace(PARAMS, act_weights={}, kind_weights={}), NOW.timestamp(), floor=0.0)
-    return kept
 
 
 def test_a_turn_restating_a_decision_follows_it_and_a_turn_that_says_something_else_keeps_its_place() -> None:

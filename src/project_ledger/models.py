@@ -405,9 +405,11 @@ class ExplainedHit(Record):
     relevance: float = Field(
         description="max(dense, coverage, the share of a neighbouring hit's coverage): what the floor applies to."
     )
-    fused: float = Field(description="Weighted reciprocal-rank fusion of the two places, before boosts.")
-    boosts: dict[str, float] = Field(description="Factors applied to the fused score: recency, access, kind, session, superseded, time (a memory that says when, for a question that asks when).")
-    score: float = Field(description="fused times every boost: the ranking order.")
+    signals: dict[str, float] = Field(
+        description="What the score is made of (memory/ranking.SIGNALS), the nonzero ones: list places and scores, coverage, "
+        "kind, dialogue act, freshness, whether it says when or is outdated, ..."
+    )
+    score: float = Field(description="The sum of the signals, each times its weight (`weights`): the ranking order.")
     exact: bool = Field(
         default=False, description="Holds an identifier the query names that few candidates hold: ranked before the rest."
     )
@@ -424,9 +426,10 @@ class RecallExplanation(Record):
     k: int
     floor: float
     fusion: dict[str, float] = Field(
-        description="k, dense_weight, sparse_weight, candidates, neighbour_share (of a BM25 hit's score lent to the turns next "
-        "to it), feedback_hits (best BM25 hits whose shared words widen the BM25 search; 0: not widened)."
+        description="candidates (per list), neighbour_share (of a BM25 hit's score lent to the turns next to it), feedback_hits "
+        "(best BM25 hits whose shared words widen the BM25 search; 0: not widened)."
     )
+    weights: dict[str, float] = Field(description="Each signal's weight: a candidate's score is the sum of its signals times these.")
     candidates: dict[str, int] = Field(description="How many points each list returned: dense, bm25.")
     results: list[ExplainedHit] = Field(description="What recall would return, in order (before any token budget).")
     not_returned: list[ExplainedHit] = Field(description="Above the floor but past k, or collapsed into their turn.")

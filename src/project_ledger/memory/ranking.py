@@ -1,13 +1,17 @@
 """How recalled memories are ordered and which are relevant enough to return. Pure: no I/O.
 
-The search index hands back two candidate lists (by meaning and by BM25). They
-are fused with weighted reciprocal-rank fusion, then adjusted by what the
-index does not know: how old a memory is, how often it was used (fetched by id or pinned), its
-kind, whether it comes from the caller's session, whether it is outdated:
-superseded itself, or a turn that stated a decision that was later superseded
-(`outdated_turns`), and, for a question that asks when, whether it says when. The weights are in `search/tuning.py`.
+The search index hands back two candidate lists (by meaning and by BM25). Each
+candidate gets a score: a weighted sum of what is known about it (`SIGNALS`):
+its places and scores in both lists, the share of the query's words it holds,
+whether it was found through a neighbouring turn, whether it holds a rare
+identifier the query names, what kind of memory it is and what it does in the
+conversation (a question, an acknowledgement, a tool's log line), how fresh it
+is, whether it says when for a question that asks when, whether it is outdated,
+whether it is the caller's session, how often it was used. The weights are
+learned on two corpora nobody tuned them by hand on, and cross-validated
+(`benchmarks/tune_fusion.py`); they are in `search/tuning.py`.
 
-Rank fusion says nothing about whether the best match is any good, so each
+A score says nothing about whether the best match is any good, so each
 memory also gets an absolute *relevance* in [0, 1]: its cosine similarity to
 the query, or the share of the query's terms it contains, whichever is
 higher. A floor on that keeps an unrelated question from returning the
@@ -23,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from project_ledger.models import Memory
-from project_ledger.search.fusion import fuse, lent_coverage, positions, relevance, with_meaning, with_time
+from project_ledger.search.fusion import lent_coverage, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.text.dialogue_act import dialogue_act
@@ -34,10 +38,42 @@ if TYPE_CHECKING:
     import numpy as np
 
 DAY = 86_400.0
+PLACE = 10  # a list place's signal is PLACE / (PLACE + place): the top few of each list weigh most
 # Content words a turn must share with a retired memory to count as restating it on words alone. A short turn is
 # usually a question about the topic ("money columns?", "webhooks from stripe to us"): its two or three words are all
 # in the decision that answered it, yet it stated nothing. The restatements on the project corpus share 6 to 12.
 RESTATED_WORDS = 4
+TYPED_KINDS = frozenset({"decision", "definition", "constraint"})  # what holds until replaced
+
+
+# What a candidate's score is made of, each a number the weights of `RankingParams.weights` multiply. A list place is
+# PLACE / (PLACE + place from 0), 0 when not in that list; `places` is the log of the two summed, so that with weight
+# 1 and the rest at 0 the order is reciprocal-rank fusion's.
+SIGNALS = (
+    "places",  # log(BM25 place + dense place): the fusion of the two lists
+    "bm25_place",  # the BM25 list's place alone
+    "dense_place",  # the dense list's place alone
+    "bm25",  # its BM25 score (with what its neighbouring turns lent it) over the list's best
+    "cosine",  # its cosine similarity to the query
+    "cosine_gap",  # its cosine less the best candidate's: how far behind the nearest it is
+    "coverage",  # the share of the query's terms it holds (or borrows from a neighbouring hit)
+    "from_neighbour",  # 1 for a turn found through the words of the turn said next to it
+    "exact",  # 1 when it holds a rare identifier the query names (see `rare_exact`)
+    "bm25_first",  # for the BM25 list's first: how far ahead of the second it is, (s1 - s2) / s1
+    "dense_first",  # for the dense list's first: 10 x its cosine's lead over the second's
+    "question",  # 1 for a turn that only asks (`text/dialogue_act.py`)
+    "acknowledgement",  # 1 for an "ok" or "thanks"
+    "log",  # 1 for a tool call's log line
+    "decided",  # 1 for a decision, definition or constraint: what holds
+    "typed",  # 1 for any other memory written down (a note, todo, error), not a turn
+    "summary",  # 1 for a session gist
+    "fresh",  # log(0.7 + 0.3 x 0.5 ** (age / half-life)); 0 for pinned memories and the kinds that hold until superseded
+    "timely",  # 1 when the query asks when and the memory says when (`text/time_words.py`)
+    "outdated",  # 1 when superseded, or a turn that stated a decision since superseded
+    "session",  # 1 when from the caller's session (`current_session`)
+    "used",  # log(1 + times fetched by id or pinned)
+)
+RECENCY_SHARE = 0.3  # of the `fresh` factor that decays with age (the share the earlier ranking was tuned to)
 
 
 @dataclass(frozen=True)
@@ -49,8 +85,7 @@ class Sources:
     bm25: float | None  # BM25 score with its neighbouring turns' share (`fusion.with_neighbours`), when it has one
     bm25_rank: int | None
     coverage: float  # share of the query's terms it contains
-    fused: float  # reciprocal-rank fusion of the two places, before boosts
-    boosts: Mapping[str, float]  # factors the fused score was multiplied by, by name
+    signals: Mapping[str, float]  # the nonzero `SIGNALS`, by name: the score is their sum, each times its weight
     exact: bool = False  # holds a rare identifier the query names: ranked before every other candidate
 
 
@@ -69,7 +104,7 @@ def for_window(params: RankingParams, where: SearchFilter) -> RankingParams:
     age and later changes do not count against it."""
     if where.since is None and where.until is None:
         return params
-    return replace(params, recency_share=0.0, superseded_factor=1.0)
+    return replace(params, weights={**params.weights, "fresh": 0.0, "outdated": 0.0}, successors_first=False)
 
 
 def outdated_turns(
@@ -139,28 +174,40 @@ def _admits(where: SearchFilter, memory: Memory) -> bool:
     return where.admits(payload)
 
 
-def _boosts(
-    memory: Memory, params: RankingParams, now: float, session: str | None, outdated: bool, timely: bool, act: str
+def _signals(
+    memory: Memory, act: str, params: RankingParams, now: float, session: str | None, values: Mapping[str, float]
 ) -> dict[str, float]:
-    boosts: dict[str, float] = {}
-    if (weight := params.act_weights.get(act, 1.0)) != 1.0:
-        boosts["act"] = weight
-    if not memory.pinned and memory.kind not in params.no_decay_kinds and params.half_life_days > 0:
+    """`values` (the signals the candidate lists gave) and what the memory itself says, without the zeros."""
+    found = dict(values)
+    found[act] = 1.0
+    if memory.kind in TYPED_KINDS:
+        found["decided"] = 1.0
+    elif memory.kind == "summary":
+        found["summary"] = 1.0
+    elif memory.kind != "turn":
+        found["typed"] = 1.0
+    if not (memory.pinned or memory.kind in params.no_decay_kinds or params.half_life_days <= 0):
         created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
-        age_days = max(now - created, 0.0) / DAY
-        decay = 0.5 ** (age_days / params.half_life_days)
-        boosts["recency"] = 1 - params.recency_share + params.recency_share * decay
-    if memory.access_count:
-        boosts["access"] = 1 + params.access_weight * math.log1p(memory.access_count)
-    if (weight := params.kind_weights.get(memory.kind, 1.0)) != 1.0:
-        boosts["kind"] = weight
+        decay = 0.5 ** (max(now - created, 0.0) / DAY / params.half_life_days)
+        found["fresh"] = math.log(1 - RECENCY_SHARE + RECENCY_SHARE * decay)
     if session is not None and memory.session == session:
-        boosts["session"] = 1 + params.session_boost
-    if memory.superseded_by is not None or outdated:
-        boosts["superseded"] = params.superseded_factor
-    if timely and params.time_boost:
-        boosts["time"] = 1 + params.time_boost
-    return boosts
+        found["session"] = 1.0
+    if memory.access_count:
+        found["used"] = math.log1p(memory.access_count)
+    return {name: value for name, value in found.items() if value and name in SIGNALS}
+
+
+def _leads(found: Candidates) -> dict[tuple[str, int], float]:
+    """How far each list's first is ahead of its second: BM25 as a share of the first's score, the dense list as ten
+    times the difference of cosines (they differ by hundredths). A first far ahead is more often the answer."""
+    leads: dict[tuple[str, int], float] = {}
+    for name, hits, scale in (("bm25", found.sparse, None), ("dense", found.dense, 10.0)):
+        ordered = sorted(hits, key=lambda hit: (-hit.score, hit.seq))
+        if ordered:
+            first, second = ordered[0].score, ordered[1].score if len(ordered) > 1 else 0.0
+            lead = (first - second) * scale if scale else ((first - second) / first if first > 0 else 0.0)
+            leads[(name, ordered[0].seq)] = lead
+    return leads
 
 
 def rank(
@@ -189,50 +236,66 @@ def rank(
     turns a share of their score (`fusion.with_neighbours`, applied by the
     caller, before it fetches what the candidates need); `neighbours` says which
     turns those were (`admitted_neighbours`), so that they borrow a share of the
-    query-term coverage too (`fusion.lent_coverage`). `asks_time` says the query asks
-    when something happened (`time_words.asks_for_time`): the candidates that say
-    when (`time_words.tells_time`) then move up the dense list as if `time_lift`
-    closer in meaning (`fusion.with_time`), and their score is multiplied by
-    1 + `time_boost`.
+    query-term coverage too (`fusion.lent_coverage`). `asks_time` says the query
+    asks when something happened (`time_words.asks_for_time`): the candidates
+    that say when (`time_words.tells_time`) get the `timely` signal. Each
+    candidate's score is the weighted sum of its `SIGNALS`.
     """
     outdated = outdated or {}
     lent = lent_coverage(lexical, neighbours or {}, params.fusion.neighbour_share)
     found = with_meaning(found, cosines or {})
     exact = rare_exact(memories, {hit.seq for hit in (*found.dense, *found.sparse)}, exact_terms, params.exact_most)
-    dense = {hit.seq: hit.score for hit in found.dense}  # the true cosines: relevance is judged on them
-    timely = {seq for seq, memory in memories.items() if tells_time(memory.text)} if asks_time else set()
-    found = with_time(found, timely, params.time_lift)
+    dense = {hit.seq: hit.score for hit in found.dense}
     bm25 = {hit.seq: hit.score for hit in found.sparse}
     dense_rank, bm25_rank = positions(found.dense), positions(found.sparse)
+    best_bm25, best_cosine = max(bm25.values(), default=0.0), max(dense.values(), default=0.0)
+    leads = _leads(found)
     floor = params.floor if floor is None else floor
+    weights = params.weights
     kept: list[Ranked] = []
     dropped: list[Ranked] = []
-    for hit in fuse(found, params.fusion, len(found.dense) + len(found.sparse)):
-        memory = memories.get(hit.seq)
+    for seq in sorted(dense.keys() | bm25.keys()):
+        memory = memories.get(seq)
         if memory is None or (act := dialogue_act(memory.text)) == "plumbing":  # the client's machinery says nothing
             continue
-        boosts = _boosts(memory, params, now, session, hit.seq in outdated, hit.seq in timely, act)
-        score = hit.score * math.prod(boosts.values())
+        cosine, covered = dense.get(seq), max(lexical.get(seq, 0.0), lent.get(seq, 0.0))
+        bm25_place = PLACE / (PLACE + bm25_rank[seq]) if seq in bm25_rank else 0.0
+        dense_place = PLACE / (PLACE + dense_rank[seq]) if seq in dense_rank else 0.0
+        from_lists = {
+            "places": math.log(bm25_place + dense_place),
+            "bm25_place": bm25_place,
+            "dense_place": dense_place,
+            "bm25": bm25.get(seq, 0.0) / best_bm25 if best_bm25 > 0 else 0.0,
+            "cosine": cosine or 0.0,
+            "cosine_gap": (cosine - best_cosine) if cosine is not None else -best_cosine,
+            "coverage": covered,
+            "from_neighbour": float(lent.get(seq, 0.0) > lexical.get(seq, 0.0)),
+            "exact": float(seq in exact),
+            "bm25_first": leads.get(("bm25", seq), 0.0),
+            "dense_first": leads.get(("dense", seq), 0.0),
+            "timely": float(asks_time and tells_time(memory.text)),
+            "outdated": float(memory.superseded_by is not None or seq in outdated),
+        }
+        signals = _signals(memory, act, params, now, session, from_lists)
         item = Ranked(
-            seq=hit.seq,
+            seq=seq,
             memory=memory,
-            score=score,
-            relevance=relevance(dense.get(hit.seq), max(lexical.get(hit.seq, 0.0), lent.get(hit.seq, 0.0))),
-            outdated_by=outdated.get(hit.seq),
+            score=sum(weights.get(name, 0.0) * value for name, value in signals.items()),
+            relevance=relevance(cosine, covered),
+            outdated_by=outdated.get(seq),
             sources=Sources(
-                dense=dense.get(hit.seq),
-                dense_rank=dense_rank.get(hit.seq),
-                bm25=bm25.get(hit.seq),
-                bm25_rank=bm25_rank.get(hit.seq),
-                coverage=lexical.get(hit.seq, 0.0),
-                fused=hit.score,
-                boosts=boosts,
-                exact=hit.seq in exact,
+                dense=cosine,
+                dense_rank=dense_rank.get(seq),
+                bm25=bm25.get(seq),
+                bm25_rank=bm25_rank.get(seq),
+                coverage=lexical.get(seq, 0.0),
+                signals=signals,
+                exact=seq in exact,
             ),
         )
-        (kept if item.relevance >= floor or hit.seq in exact else dropped).append(item)
+        (kept if item.relevance >= floor or seq in exact else dropped).append(item)
     kept, dropped = sorted(kept, key=_order), sorted(dropped, key=_order)
-    if params.superseded_factor < 1.0:  # 1.0 in a time window (`for_window`): later changes do not count there
+    if params.successors_first:  # off in a time window (`for_window`): later changes do not count there
         return after_successors(kept), after_successors(dropped)
     return kept, dropped
 
@@ -306,15 +369,15 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
       follows it.
     - Turns that say the same words (a prompt sent again, "run the tests and fix what fails") are one result:
       the newest, in the better place.
+    - An acknowledgement ("ok", "thanks", "Same as before.") comes after everything else: it answers nothing.
     """
     echo = wording(asked) if asked else None
     kept = [r for r in ranked if not (echo and r.memory.kind == "turn" and wording(r.memory.text) == echo)]
     kept = _captured_first(kept, parent_of)
     kept = placed_after(kept, _restated(kept, params.restated_share))
-    return _newest_of_repeats(kept)
+    kept = _newest_of_repeats(kept)
+    return sorted(kept, key=lambda r: dialogue_act(r.memory.text) == "acknowledgement")  # stable: the rest keep their order
 
-
-TYPED_KINDS = frozenset({"decision", "definition", "constraint"})
 
 
 def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:

@@ -35,18 +35,6 @@ def with_meaning(candidates: Candidates, cosines: Mapping[int, float]) -> Candid
     return Candidates(dense=_ordered([*candidates.dense, *extra]), sparse=candidates.sparse) if extra else candidates
 
 
-def with_time(candidates: Candidates, timely: set[int], lift: float) -> Candidates:
-    """The dense list reordered as if each candidate in `timely` were `lift` closer in meaning to the query.
-
-    For a question that asks when something happened, the texts that say when (`text/time_words.py`) are the
-    likelier answers, but a sentence embedding does not see that "yesterday" answers "when". Only the order
-    changes: the cosines themselves, and so the relevance floor, stay as they were (the caller keeps them).
-    """
-    if not lift or not any(hit.seq in timely for hit in candidates.dense):
-        return candidates
-    return Candidates(dense=shifted(candidates.dense, timely, lift), sparse=candidates.sparse)
-
-
 def with_neighbours(candidates: Candidates, neighbours: Mapping[int, Sequence[int]], share: float) -> Candidates:
     """The BM25 list with each hit lending `share` of its score to the turns said next to it (`neighbours`, by seq).
 

@@ -24,10 +24,6 @@ class FusionParams:
     dense_weight: float
     sparse_weight: float = 1.0  # the weight the dense one is relative to
     candidates: int  # fetched from each list
-    neighbour_share: float = 0.0  # of a BM25 hit's score lent to the turns said next to it (`fusion.with_neighbours`)
-    feedback_hits: int = 0  # BM25 hits whose shared words widen a second BM25 search that replaces the first (0: none)
-    feedback_terms: int = 5  # words added to that search at most (`fusion.with_feedback`)
-    feedback_weight: float = 0.2  # of a query term's weight, for the heaviest added word
     by_score: bool = False  # cosine and BM25 score over the best blended with the weights, not ranks (`fusion.blend`)
 
 
@@ -48,52 +44,54 @@ CODE_TEST_PENALTY = 0.1
 # and up on every other tree measured (README, "Code search"). Changing it needs `code.symbol_text.TEXT_VERSION` bumped.
 CODE_BM25_AVG_LEN = 30.0
 
-# Chosen with `benchmarks/tune_fusion.py` on the project's conversation and LoCoMo dev at once, BM25-only candidates
-# ranked on their cosine too (`fusion.with_meaning`), among the settings that cost neither corpus more than 0.01 of R@5,
-# R@10 or MRR against the fusion before neighbour sharing (k=10, equal weights): the BM25 list is that of the query
-# widened with the words its three best hits share (`fusion.with_feedback`), and each of its hits lends 0.3 of its
-# score to the turns next to it (`fusion.with_neighbours`). It holds every figure of the project's corpus. The
-# script's top pick, the same with the dense list at 0.75, lost that corpus's R@10 under the relevance floor (0.858);
-# sharing 0.5 reached LoCoMo R@10 0.762 but cost the project's corpus 0.014 of MRR (README).
-MEMORY_FUSION = FusionParams(k=10, dense_weight=1.0, candidates=50, neighbour_share=0.3, feedback_hits=3)
+@dataclass(frozen=True, kw_only=True)
+class CandidateParams:
+    """Which memories a query's ranking looks at: the best of each list, the BM25 one widened by feedback, and the
+    turns said next to BM25 hits (`search/fusion.py`)."""
+
+    candidates: int = 50  # fetched from each list
+    neighbour_share: float = 0.3  # of a BM25 hit's score lent to the turns said next to it (`fusion.with_neighbours`)
+    feedback_hits: int = 3  # BM25 hits whose shared words widen a second BM25 search that replaces the first (0: none)
+    feedback_terms: int = 5  # words added to that search at most (`fusion.with_feedback`)
+    feedback_weight: float = 0.2  # of a query term's weight, for the heaviest added word
+
+
+# The candidate lists as chosen with the earlier fused ranking on both corpora (README, "Public conversations"):
+# sharing with neighbours and the feedback search each held every figure of the project's corpus and lifted LoCoMo.
+MEMORY_CANDIDATES = CandidateParams()
+
+# Each signal's weight (`memory/ranking.SIGNALS`), learned by `benchmarks/tune_fusion.py` on the project's conversation
+# and LoCoMo dev at once, steering by R@1 + MRR + R@10 from the fusion that shipped before and never costing either
+# corpus its R@1 + MRR or its R@10 (docs/benchmarks.md, "Retrieval quality", with the cross-validated figures). `log`,
+# `session` and `used` appear in neither corpus and keep the factors set by hand before (x0.37, x1.1, x1.03 per
+# e-fold of uses); `outdated` keeps its x0.7, tuned on how often an outdated version came first.
+LEARNED_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {
+        "places": 0.7, "bm25_place": 0.05, "dense_place": 0.0, "bm25": 0.2, "cosine": 0.05, "cosine_gap": 0.0,
+        "coverage": 0.15, "from_neighbour": 0.15, "exact": 0.0, "bm25_first": 0.95, "dense_first": 0.0, "question": -1.011,
+        "acknowledgement": -1.204, "log": -1.0, "decided": 0.197, "typed": 0.101, "summary": -0.805, "fresh": 1.05,
+        "timely": 0.312, "outdated": -0.357, "session": 0.095, "used": 0.03,
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
 class RankingParams:
-    """How recalled memories are ordered once fused (`memory/ranking.py`).
+    """How recalled memories are found and ordered (`memory/ranking.py`).
 
-    Fusion is tuned on two corpora (above). Recency, kind weights, the outdated factor and the floor were tuned
-    on `benchmarks/retrieval.py` (README, "Retrieval quality") before turns were captured into typed memories;
-    its "as shipped" row scores them on today's ledger. The access weight, session boost, outdated-turn similarity and
-    wording, and the gist (`summary`) weight were set by hand: the benchmark cannot exercise them.
+    The weights are learned (above). The half-life, the floor and the outdated-turn tests were tuned on
+    `benchmarks/retrieval.py` before; the identifier rule and the restatement share were set by hand.
     """
 
-    fusion: FusionParams = MEMORY_FUSION
-    half_life_days: float = 7.0  # recency: an item this old keeps half of the decaying share (LEDGER_RECENCY_HALF_LIFE_DAYS)
-    recency_share: float = 0.3  # the part of the score that decays; the rest never does
+    fusion: CandidateParams = MEMORY_CANDIDATES
+    weights: Mapping[str, float] = field(default_factory=lambda: LEARNED_WEIGHTS)
+    half_life_days: float = 7.0  # the `fresh` signal halves every this many days (LEDGER_RECENCY_HALF_LIFE_DAYS)
     no_decay_kinds: frozenset[str] = frozenset({"decision", "definition"})  # they hold until superseded, however old
-    access_weight: float = 0.03  # per e-fold of times used: fetched by id, pinned, or stored again (never a search hit)
-    session_boost: float = 0.1
-    superseded_factor: float = 0.7  # superseded memories (when asked for) and outdated turns rank below current ones
+    successors_first: bool = True  # a superseded memory or outdated turn right after what replaced it (off in a time window)
     outdated_turn_similarity: float = 0.6  # a turn this close to a decision recorded after it shares its fate
     outdated_turn_wording: float = 0.7  # ... as does one with this share of its content words (4 or more) in it
-    kind_weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"decision": 1.1, "definition": 1.1, "turn": 0.95, "summary": 0.7})
-    )
     floor: float = 0.24  # relevance (cosine or query-term coverage) a result needs (LEDGER_MIN_RELEVANCE)
-    # For a question that asks when (`text/time_words.py`), a memory that says when moves up the dense list as if this
-    # much closer in meaning (order only, `fusion.with_time`), and its score is multiplied by 1 + time_boost. Chosen
-    # with `benchmarks/tune_fusion.py` on both corpora; `benchmarks/tune_time.py`, leaving one LoCoMo conversation out
-    # at a time, finds nothing better by more than noise (README, "Public conversations (LoCoMo)").
-    time_lift: float = 0.05
-    time_boost: float = 0.3
     exact_most: int = 3  # an identifier the query names that at most this many candidates hold puts them first (set by hand)
-    # What a turn does in the conversation (`text/dialogue_act.py`): only a statement answers. A question asks for
-    # what another turn states, an acknowledgement says nothing, a tool call's log line says what was run, not what
-    # was decided. Plumbing (the client's machinery, the ledger's own calls) is never returned.
-    act_weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"question": 0.6, "acknowledgement": 0.3, "log": 0.5})
-    )
     restated_share: float = 0.6  # of a turn's content words in a decision, definition or constraint: it restates it
 
 

@@ -31,7 +31,7 @@ from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, with_feedback
 from project_ledger.search.index import Candidates, Compactable, Hit, IndexDoc, SearchFilter, SearchIndex, SlotState
 from project_ledger.search.sparse import SparseEncoder, SparseVec
-from project_ledger.search.tuning import FusionParams
+from project_ledger.search.tuning import CandidateParams
 from project_ledger.storage.journal import Change, Journal, utc_now
 from project_ledger.worker import Opening, Worker
 
@@ -239,7 +239,7 @@ class IndexSync:
         """
         return self._search(self.index(), dense, terms, where, limit)
 
-    def widened(self, terms: SparseVec, top: list[str], where: SearchFilter, limit: int, params: FusionParams) -> list[Hit] | None:
+    def widened(self, terms: SparseVec, top: list[str], where: SearchFilter, limit: int, params: CandidateParams) -> list[Hit] | None:
         """The BM25 hits of the query's `terms` widened with the words the texts of its best hits share
         (`fusion.with_feedback`); None when no word is shared by two of them, so there is nothing to widen it with."""
         index = self.index()

@@ -3,7 +3,7 @@
 A real session's turns are mostly not answers. The user asks for a decision back ("Remind me, what is our retry
 policy?"), says "ok" or "Same as before.", and the agent's tool calls are stored as log lines (`[tool] Bash:
 pytest -q`). Such a turn shares the words of what it asks about, so BM25 and meaning alike rank it next to, or
-above, the turn or memory that answers. Recall weighs each act (`search/tuning.RankingParams.act_weights`):
+above, the turn or memory that answers. Each act is a signal recall's ranking weighs (`memory/ranking.SIGNALS`):
 only a statement answers. Pure and linear: a few string checks per sentence, no model.
 """
 

@@ -3,7 +3,7 @@
 "When did we switch to Postgres?" is answered by the memory that says "we moved to Postgres last week", not by the
 ten that discuss Postgres without a time. Neither the words nor the meaning of the question single that one out:
 "when" is a stop word, and a time expression shares no word with it. These two tests let the ranking give such
-memories a small, bounded lift for such questions (`ranking.rank`, `RankingParams.time_boost`).
+memories a lift for such questions: the `timely` signal of `ranking.rank`, whose weight is learned.
 """
 
 from __future__ import annotations
