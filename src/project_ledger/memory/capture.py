@@ -118,6 +118,7 @@ _HEDGES = _cues(
     r"\b(?:maybe|perhaps|might|could we|would you|should we|shall we|do we|what if|not sure|I'd suggest|I suggest|"
     r"I'd propose|I propose|how about|consider|alternatively|unless you|if you want|if you'd|do you want|would it)\b",
     r"^\s*(?:if|whether)\b",
+    r"^\s*(?:proposal|suggestion|idea|option)\s*:",  # put forward, not decided
 )
 
 

@@ -365,8 +365,8 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
       out: an earlier copy of a prompt is an echo, not an answer.
     - A captured memory (a decision, definition, constraint or todo a turn stated) takes the better place of it
       and its turn, which goes: the memory is the sentence that answers, and `recall(expand=true)` leads back to
-      the turn. A turn that restates a typed memory among the results (most of its content words are in it)
-      follows it.
+      the turn. A turn, or a captured sentence, that restates a decision, definition or constraint written down
+      on purpose among the results (most of its content words are in it) follows it.
     - Turns that say the same words (a prompt sent again, "run the tests and fix what fails") are one result:
       the newest, in the better place.
     - An acknowledgement ("ok", "thanks", "Same as before.") comes after everything else: it answers nothing.
@@ -397,18 +397,19 @@ def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> l
 
 
 def _restated(ranked: Sequence[Ranked], share: float) -> dict[str, str]:
-    """{turn id: id of the typed memory it restates}, for turns among `ranked` most of whose content words
-    (`RESTATED_WORDS` or more) are in a decision, definition or constraint among them."""
-    typed = [(r.memory.id, content_words(r.memory.text)) for r in ranked if r.memory.kind in TYPED_KINDS]
+    """{id: id of the memory it restates}: for turns among `ranked`, and memories captured from turns, most of whose
+    content words (`RESTATED_WORDS` or more) are in a decision, definition or constraint among them that was written
+    down on purpose (not itself captured)."""
+    typed = [(r.memory.id, content_words(r.memory.text)) for r in ranked if r.memory.kind in TYPED_KINDS and "captured" not in r.memory.tags]
     found: dict[str, str] = {}
     if not typed:
         return found
     for r in ranked:
-        if r.memory.kind != "turn":
+        if r.memory.kind != "turn" and "captured" not in r.memory.tags:
             continue
         words = content_words(r.memory.text)
         for memory_id, said in typed:
-            if len(shared := words & said) >= RESTATED_WORDS and len(shared) >= share * len(words):
+            if memory_id != r.memory.id and len(shared := words & said) >= RESTATED_WORDS and len(shared) >= share * len(words):
                 found[r.memory.id] = memory_id
                 break
     return found

@@ -31,8 +31,12 @@ _ACK_WORDS = frozenset(
     "correct true understood noted makes sense that works for me let's proceed continue carry on the one".split()
 )
 # A sentence that asks for something back even without a question mark: "Remind me what we chose for retries."
-# Only requests: "When the queue is full, we drop events." starts like a question and states a rule.
-_ASKING = re.compile(r"^(?:(?:can|could|would) you |please )?(?:remind me|tell me|recall|look up|find out|do you remember)\b")
+# Only requests: "When the queue is full, we drop events." starts like a question and states a rule, and "Use
+# Postgres 16" states a decision; "Pick something sensible." asks for one.
+_ASKING = re.compile(
+    r"^(?:(?:can|could|would) you |please )?(?:remind me|tell me|recall|look up|find out|do you remember|pick|choose|suggest"
+    r"|propose|recommend)\b"
+)
 
 
 def tool_name(line: str) -> str:
