@@ -41,6 +41,8 @@ from project_ledger.search.embedding import DEFAULT_MODEL, Embedder, create_embe
 if TYPE_CHECKING:
     from project_ledger.memory.service import LedgerService
 
+    from .claude_session import ClaudeProject
+
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 # Read by `Settings` from the environment besides the LEDGER_* variables (see config.py).
 UNPREFIXED = ("QDRANT_URL", "QDRANT_API_KEY")
@@ -258,3 +260,20 @@ def cli(project: Project, command: str, *args: str) -> Any:
     completed = run_cli(project, command, *args)
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout) if "--json" in args else completed.stdout
+
+
+@pytest.fixture
+def claude_code(tmp_path: Path) -> Iterator[ClaudeProject]:
+    """A project for real Claude Code sessions (`tests/claude_session.py`), not configured yet; skipped, with what to
+    run, where the CLI is not installed."""
+    from .claude_code.scripted_model import ScriptedModel
+    from .claude_session import claude_project, missing
+
+    if (why := missing()) is not None:
+        pytest.skip(why)
+    model = ScriptedModel()
+    url = model.start()
+    try:
+        yield claude_project(tmp_path / "work", tmp_path / "home", model, url)
+    finally:
+        model.stop()
