@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +58,7 @@ class Run:
     hooks: list[str]
     seconds: float
     stderr: str
+    results: list[dict[str, Any]]  # one per prompt (`result` is the last)
 
     @property
     def session(self) -> str:
@@ -117,34 +121,126 @@ class ClaudeProject:
         """`claude -p PROMPT` with the model answering `turns` (then "Done."); `continuing` adds `--continue` (the
         newest session in this folder), `resume` `--resume <session id>`. Fails with the CLI's output unless it
         finished its turn."""
+        return self._claude([prompt], turns, resume=resume, continuing=continuing, allowed=allowed, timeout=timeout)
+
+    def converse(
+        self,
+        prompts: list[str],
+        turns: list[dict[str, Any]] | None = None,
+        *,
+        resume: str | None = None,
+        continuing: bool = False,
+        allowed: tuple[str, ...] = LEDGER_TOOLS,
+        timeout: float = 240,
+    ) -> Run:
+        """Several prompts in one `claude -p` process (`--input-format stream-json`), each sent once the answer to
+        the one before is complete, as a user types them in an interactive session: the session's MCP server stays
+        up between them. The model answers `turns` across all of them (then "Done.")."""
+        return self._claude(prompts, turns, resume=resume, continuing=continuing, allowed=allowed, timeout=timeout, stream=True)
+
+    def _claude(
+        self,
+        prompts: list[str],
+        turns: list[dict[str, Any]] | None,
+        *,
+        resume: str | None,
+        continuing: bool,
+        allowed: tuple[str, ...],
+        timeout: float,
+        stream: bool = False,
+    ) -> Run:
         self.model.script(turns or [])
         before = len(self.model.requests)
         logged = len(self.hooks_log.read_text().splitlines()) if self.hooks_log.exists() else 0
-        argv = [str(CLAUDE), "-p", prompt, "--output-format", "json", "--allowedTools", ",".join(allowed)]
-        if continuing:
-            argv.append("--continue")
-        if resume is not None:
-            argv += ["--resume", resume]
-        started = time.perf_counter()
-        done = subprocess.run(
-            argv, capture_output=True, text=True, env=self.environment(), cwd=self.root, timeout=timeout, check=False,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        seconds = time.perf_counter() - started
-        try:
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            result = {}
-        assert done.returncode == 0 and result.get("session_id") and not result.get("is_error"), (
-            f"claude -p failed (exit {done.returncode})\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+        argv = [str(CLAUDE), "-p", "--allowedTools", ",".join(allowed)]
+        argv += (
+            ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+            if stream
+            else ["--output-format", "json"]
         )
+        argv += ["--continue"] if continuing else []
+        argv += ["--resume", resume] if resume is not None else []
+        started = time.perf_counter()
+        with tempfile.TemporaryFile("w+") as stderr:
+            process = subprocess.Popen(
+                argv if stream else [*argv, prompts[0]], stdin=subprocess.PIPE if stream else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=stderr, text=True, env=self.environment(), cwd=self.root,
+            )  # fmt: skip
+            results = _answers(process, prompts if stream else [], time.monotonic() + timeout)
+            stderr.seek(0)
+            errors = stderr.read()
+        seconds = time.perf_counter() - started
+        result = results[-1] if results else {}
+        assert (
+            process.returncode == 0
+            and len(results) == len(prompts)
+            and all(r.get("session_id") and not r.get("is_error") for r in results)
+        ), f"claude -p failed (exit {process.returncode})\n--- results\n{results}\n--- stderr\n{errors[-3000:]}"
         hooks = self.hooks_log.read_text().splitlines()[logged:] if self.hooks_log.exists() else []
-        return Run(result, self.model.requests[before:], self.transcript(str(result["session_id"])), hooks, seconds, done.stderr)
+        return Run(
+            result, self.model.requests[before:], self.transcript(str(result["session_id"])), hooks, seconds, errors, results
+        )
 
     def transcript(self, session: str) -> Path:
         """Where Claude Code writes the session's transcript (under this project's HOME)."""
         found = sorted((self.home / ".claude" / "projects").glob(f"*/{session}.jsonl"))
         return found[0] if found else self.home / ".claude" / "projects" / "-" / f"{session}.jsonl"
+
+
+def _answers(process: subprocess.Popen[str], prompts: list[str], deadline: float) -> list[dict[str, Any]]:
+    """The CLI's result lines: for `claude -p PROMPT` the one it prints; in stream-json mode one per prompt, each
+    prompt written once the answer to the one before is in. The process is killed at `deadline`."""
+    assert process.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+
+    def result() -> dict[str, Any] | None:
+        while True:
+            try:
+                line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                process.kill()
+                return None
+            if line is None:
+                return None
+            try:
+                found = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(found, dict) and found.get("type") == "result":
+                return found
+
+    results: list[dict[str, Any]] = []
+    if not prompts:  # `claude -p PROMPT`: one result, then it exits
+        found = result()
+        results += [found] if found is not None else []
+    assert process.stdin is not None or not prompts
+    for prompt in prompts:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+        process.stdin.flush()
+        found = result()
+        if found is None:
+            break
+        results.append(found)
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=max(deadline - time.monotonic(), 1.0))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    reader.join(timeout=10)
+    process.stdout.close()
+    return results
 
 
 def claude_project(root: Path, home: Path, model: ScriptedModel, url: str, env: dict[str, str] | None = None) -> ClaudeProject:

@@ -41,3 +41,14 @@ def test_a_scripted_session_stores_through_the_server_and_records_through_the_ho
     assert run.transcript.is_file() and decision in run.transcript.read_text()
     # The user's prompt reached the model once.
     assert copies(conversation[0], "Remember our retry decision") == 1
+
+
+def test_several_prompts_in_one_session_keep_one_server(claude_code: ClaudeProject) -> None:
+    claude_code.configure(mcp=True, hooks=True)
+    run = claude_code.converse(["first prompt", "second prompt", "third prompt"])
+    assert [r["session_id"] for r in run.results] == [run.session] * 3
+    prompts = [line for line in run.hooks if " UserPromptSubmit " in line]
+    assert len(prompts) == 3
+    # One server for the session: every prompt after the first is answered by it over its socket.
+    assert all(" served " in line for line in prompts[1:]), prompts
+    assert [copies(body, "third prompt") for body in run.conversation()] == [0, 0, 1]
