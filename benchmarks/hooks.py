@@ -1,8 +1,9 @@
 """Latency of the Claude Code hooks, process start included, as Claude Code pays it before each prompt.
 
-    python benchmarks/hooks.py                    # 10k memories, 20 calls per event
-    python benchmarks/hooks.py --size 1000 --runs 10
-    python benchmarks/hooks.py --write            # also updates the README's table
+    python benchmarks/hooks.py                    # 10k memories, 20 calls per event, 10 rounds of real sessions
+    python benchmarks/hooks.py --size 1000 --runs 10 --rounds 4
+    python benchmarks/hooks.py --part sessions    # only the real Claude Code sessions
+    python benchmarks/hooks.py --write            # also updates the README's tables
 
 Each call is what Claude Code runs: `python -m project_ledger hook claude-code` (the command `config claude-code
 --hooks` writes) with the event's JSON on stdin, timed from spawn to exit. The ledger is the synthetic journal of
@@ -15,6 +16,15 @@ Each event is timed with no server (the hook does all the work itself) and with 
 is while the agent's session runs (the hook hands the event to it over its local socket), in alternating blocks.
 Every served call is checked in the hooks log to have been answered by the server. A session start with nothing
 changed since the pack was last made (the usual start after a SessionEnd) hands out the kept pack: timed apart.
+
+Then the same in real sessions (`--part sessions`): the real Claude Code CLI (`tests/setup.sh` installs it) against
+the scripted model (`tests/claude_code/scripted_model.py`), on a project configured by `config claude-code --write`
+and `--hooks --write`. Each round runs, in turn, `claude -p PROMPT` with no ledger, with the MCP server only, with
+the hooks only and with both (its wall time), then, with the hooks only and with both, a session of four prompts in
+one process (`--input-format stream-json`), where the MCP server stays up between prompts as in an interactive
+session. Claude Code runs each hook through a shell wrapper that notes its start and end: UserPromptSubmit is timed
+from its process start to its exit, as the user waits for it (the wrapper's own cost, a few ms, included). The first
+prompt of a session meets a server that is starting; the later ones a server that is up.
 """
 
 from __future__ import annotations
@@ -29,13 +39,31 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from contextlib import contextmanager
 from pathlib import Path
 
 from performance import percentile, queries, synthetic_journal
 from readme_table import measured, publish
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' scripted model and session helper
+from tests.claude_code.scripted_model import ScriptedModel
+from tests.claude_session import ClaudeProject, claude_project, missing
+
 COMMAND = [sys.executable, "-m", "project_ledger", "hook", "claude-code"]
+# Runs a hook as Claude Code would, noting "<event> <start ns> <end ns>" in the file named first.
+TIMER = """#!/bin/sh
+times=$1; shift
+start=$(date +%s%N)
+input=$(cat)
+printf '%s' "$input" | "$@"
+status=$?
+end=$(date +%s%N)
+event=$(printf '%s' "$input" | sed -n 's/.*"hook_event_name": *"\\([A-Za-z]*\\)".*/\\1/p')
+echo "$event $start $end" >> "$times"
+exit $status
+"""
+SETUPS = {"no ledger": (False, False), "MCP server only": (True, False), "hooks only": (False, True), "MCP server and hooks": (True, True)}
 
 
 def timed_run(argv: list[str], payload: dict[str, object] | None, cwd: Path) -> tuple[float, str]:
@@ -95,13 +123,141 @@ def measure(root: Path, base: dict[str, object], transcript: Path, prompts: list
     return injected
 
 
+class Setups:
+    """The project's Claude Code files for each setup, written by `config claude-code [--hooks] --write` once, with
+    every hook run through the timer; `use` puts one setup's files in place."""
+
+    def __init__(self, project: ClaudeProject, timer: Path, times: Path) -> None:
+        self.project = project
+        project.configure(mcp=True, hooks=True)
+        self.mcp = project.root / ".mcp.json"
+        self.hooks = project.root / ".claude" / "settings.local.json"
+        settings = json.loads(self.hooks.read_text())
+        for groups in settings["hooks"].values():
+            for group in groups:
+                for hook in group["hooks"]:
+                    hook["command"] = f"sh {timer} {times} {hook['command']}"
+        self.files = {self.mcp: self.mcp.read_text(), self.hooks: json.dumps(settings)}
+
+    def use(self, name: str) -> None:
+        for path, wanted in zip((self.mcp, self.hooks), SETUPS[name], strict=True):
+            if wanted:
+                path.write_text(self.files[path])
+            else:
+                path.unlink(missing_ok=True)
+
+
+def prompt_times(times: Path, hooks: list[str]) -> list[tuple[float, bool]]:
+    """Each UserPromptSubmit the timer noted since `times` was emptied (seconds, process start included), with
+    whether the running server answered it: the hooks log lines written within its time all say `served`. (A server
+    that has not answered in 3 s is left to finish while the hook works alone: two lines, one of them not served.)"""
+    logged = [(logged_at(line), " served " in line) for line in hooks if " UserPromptSubmit " in line]
+    found = []
+    for line in times.read_text().splitlines():
+        event, start, end = line.split()
+        if event != "UserPromptSubmit":
+            continue
+        within = [served for at, served in logged if int(start) <= at <= int(end)]
+        if not within:
+            raise SystemExit(f"no hooks log line for the prompt hook timed {start}-{end}: {hooks}")
+        found.append(((int(end) - int(start)) / 1e9, all(within)))
+    return found
+
+
+def logged_at(line: str) -> int:
+    """When a hooks log line was written, in ns since the epoch."""
+    return round(datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp() * 1e9)
+
+
+def sessions(size: int, rounds: int) -> str:
+    """The real Claude Code sessions' tables (see the module's docstring)."""
+    if (why := missing()) is not None:
+        raise SystemExit(f"no real sessions: {why}")
+    load_before = os.getloadavg()
+    walls: dict[str, list[float]] = {name: [] for name in SETUPS}
+    prompts: dict[tuple[str, str], list[tuple[float, bool]]] = {
+        (name, when): [] for name in ("hooks only", "MCP server and hooks") for when in ("first", "later")
+    }
+    asked = iter(queries(rounds * 12 + 8))
+    model = ScriptedModel()
+    url = model.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = synthetic_journal(Path(tmp) / "project", size)
+            timer, times = Path(tmp) / "timer.sh", Path(tmp) / "hook-times.txt"
+            timer.write_text(TIMER)
+            project = claude_project(root, Path(tmp) / "home", model, url)
+            project.wait_for_servers = False  # as users run it: Claude Code connects MCP servers in the background
+            setups = Setups(project, timer, times)
+            for name in SETUPS:  # the first hook on the ledger builds its index slot; the first start, the pack
+                setups.use(name)
+                project.run(next(asked))
+            for _ in range(rounds):
+                for name in SETUPS:
+                    setups.use(name)
+                    times.write_text("")
+                    run = project.run(next(asked))
+                    walls[name].append(run.seconds)
+                    if name in ("hooks only", "MCP server and hooks"):
+                        prompts[name, "first"] += prompt_times(times, run.hooks)
+                for name in ("hooks only", "MCP server and hooks"):
+                    setups.use(name)
+                    times.write_text("")
+                    run = project.converse([next(asked) for _ in range(4)])
+                    first, *later = prompt_times(times, run.hooks)
+                    prompts[name, "first"].append(first)
+                    prompts[name, "later"] += later
+            errors = [line for line in project.hooks_log.read_text().splitlines() if " error " in line]
+            if errors:
+                raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0]}")
+    finally:
+        model.stop()
+    load_after = os.getloadavg()
+
+    def ms(values: list[float], p: int | None = None) -> str:
+        return f"{(percentile(values, p) if p else statistics.median(values)) * 1000:,.0f} ms"
+
+    lines = [
+        "| `claude -p PROMPT`, one prompt, scripted model | wall time: median | p95 |",
+        "|---|---|---|",
+        *(f"| {name} | {ms(walls[name])} | {ms(walls[name], 95)} |" for name in SETUPS),
+        "",
+        "| UserPromptSubmit in those sessions, process start included | median | p95 | answered by `serve` |",
+        "|---|---|---|---|",
+    ]
+    labels = {"first": "first prompt of a session", "later": "later prompts (the server is up)"}
+    for (name, when), found in prompts.items():
+        if name == "hooks only" and when == "later":
+            label = "hooks only: later prompts"
+        else:
+            label = f"{name}: {labels[when]}" + (" (the server is starting)" if name != "hooks only" and when == "first" else "")
+        seconds = [elapsed for elapsed, _ in found]
+        served = sum(answered for _, answered in found)
+        lines.append(f"| {label} | {ms(seconds)} | {ms(seconds, 95)} | {served} of {len(found)} |")
+    lines += [
+        "",
+        f"Claude Code 2.1.332, {size:,} memories, {rounds} rounds. "
+        + measured("python benchmarks/hooks.py --part sessions", load_before[0], load_after[0]),
+    ]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10_000, help="memories in the ledger")
     parser.add_argument("--runs", type=int, default=20, help="calls per event")
-    parser.add_argument("--write", action="store_true", help="write the table into README.md")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds of real Claude Code sessions")
+    parser.add_argument("--part", choices=("all", "calls", "sessions"), default="all", help="the hook calls, the sessions, or both")
+    parser.add_argument("--write", action="store_true", help="write the tables into README.md")
     args = parser.parse_args()
+    if args.part in ("all", "calls"):
+        calls(args)
+    if args.part in ("all", "sessions"):
+        publish("hooks-sessions", sessions(args.size, args.rounds), args.write)
 
+
+def calls(args: argparse.Namespace) -> None:
+    """The hook calls' table (see the module's docstring)."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         root = synthetic_journal(Path(tmp), args.size)

@@ -78,6 +78,9 @@ class ClaudeProject:
     model: ScriptedModel
     url: str
     env: dict[str, str] = field(default_factory=dict)  # LEDGER_* settings, seen by the server and the hooks alike
+    # In -p mode Claude Code 2.1.332 connects MCP servers in the background: a first request that goes out before the
+    # server answers lacks its instructions and tools, which on a loaded machine is a race. Tests make it wait.
+    wait_for_servers: bool = True
 
     @property
     def data_dir(self) -> Path:
@@ -91,11 +94,16 @@ class ClaudeProject:
         """Write the project's Claude Code configuration as a user would: `config claude-code [--hooks] --write`."""
         for wanted, extra in ((mcp, []), (hooks, ["--hooks"])):
             if wanted:
-                done = subprocess.run(
-                    [EXECUTABLE, "config", "claude-code", *extra, "--write", "--root", str(self.root)],
-                    capture_output=True, text=True, env=self.environment(), cwd=self.root, timeout=120, check=False,
-                )  # fmt: skip
-                assert done.returncode == 0, done.stderr
+                self.ledger("config", "claude-code", *extra, "--write")
+
+    def ledger(self, command: str, *args: str) -> str:
+        """`project-ledger COMMAND --root <root> ARGS`, which must succeed; its output."""
+        done = subprocess.run(
+            [EXECUTABLE, command, "--root", str(self.root), *args],
+            capture_output=True, text=True, env=self.environment(), cwd=self.root, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
 
     def environment(self) -> dict[str, str]:
         passed = {name: os.environ[name] for name in PASSED if name in os.environ}
@@ -105,6 +113,7 @@ class ClaudeProject:
             "ANTHROPIC_BASE_URL": self.url,
             "ANTHROPIC_API_KEY": "sk-ant-offline-test",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no update checks or telemetry: offline anyway
+            **({"MCP_CONNECTION_NONBLOCKING": "false"} if self.wait_for_servers else {}),
             **self.env,
         }
 

@@ -5,6 +5,7 @@ not installed; `bash tests/setup.sh` installs the pinned version."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,68 @@ def test_several_prompts_in_one_session_keep_one_server(claude_code: ClaudeProje
     # One server for the session: every prompt after the first is answered by it over its socket.
     assert all(" served " in line for line in prompts[1:]), prompts
     assert [copies(body, "third prompt") for body in run.conversation()] == [0, 0, 1]
+
+
+CONTEXT = "# Billing\n\n## Conventions\n- Money is integer cents; never floats.\n"
+RULE = "Money is integer cents"  # a line of project_context.md: it reaches the model only in a start pack
+PIN = "Invoices are immutable once sent; a correction is a credit note"
+BRIEF = "reach you once per session, from the ledger's SessionStart hook"
+
+
+def start_pack_copies(body: dict[str, Any]) -> tuple[int, int]:
+    """How many times the project context and the pin reach the model in one request."""
+    return copies(body, RULE), copies(body, PIN)
+
+
+def injection(body: dict[str, Any]) -> str:
+    """The newest prompt injection in a request (Claude Code puts it in one block with other hook context)."""
+    head, foot = "Memories from the project ledger that may bear on this prompt", "Full text: the ledger's `recall` tool"
+    found = [text[text.rindex(head) :] for text in texts(body) if head in text]
+    assert found, "no prompt injection reached the model"
+    return found[-1].split(foot, 1)[0]
+
+
+def pinned_project(claude_code: ClaudeProject) -> str:
+    """project_context.md, a pin, and a decision that is not pinned (so only an injection can bring it); its id."""
+    (claude_code.root / "project_context.md").write_text(CONTEXT)
+    claude_code.ledger("pin", claude_code.ledger("remember", PIN, "--kind", "decision").strip())
+    return claude_code.ledger("remember", "Invoice PDFs are rendered by the worker queue, never inline", "--kind", "decision").strip()
+
+
+def test_with_the_server_and_the_hooks_the_start_pack_reaches_the_model_once_per_session(claude_code: ClaudeProject) -> None:
+    decision = pinned_project(claude_code)
+    claude_code.configure(mcp=True, hooks=True)
+
+    first = claude_code.run("Where are invoice PDFs rendered?")
+    assert [start_pack_copies(body) for body in first.conversation()] == [(1, 1)]
+    assert copies(first.conversation()[0], BRIEF) == 1  # the server's instructions point at the hook instead
+
+    # Continued twice: the history holds the pack; SessionStart hands nothing, the prompt hook injects none of it.
+    for _ in range(2):
+        again = claude_code.run("Are invoice PDFs ever edited once an invoice is sent?", continuing=True)
+        assert again.session == first.session
+        assert [start_pack_copies(body) for body in again.conversation()] == [(1, 1)]
+        assert any("SessionStart" in line and "handed-before" in line for line in again.hooks), again.hooks
+    injected = injection(again.conversation()[0])
+    assert decision in injected and PIN not in injected  # the injection still brings the rest
+
+    # A compaction replaces the history with a summary: the pack comes once more, leading with the session's gist.
+    compacted = claude_code.run("/compact", continuing=True)
+    assert any(r["compaction"] for r in compacted.requests)
+    after = claude_code.run("What is the money rule?", continuing=True)
+    body = after.conversation()[0]
+    assert start_pack_copies(body) == (1, 1) and copies(body, BRIEF) == 1
+    assert copies(body, "This session so far (its gist in the project ledger") == 1
+    gist = next(line for line in texts(body) if "This session so far" in line).split("ledger, ", 1)[1].split(")", 1)[0]
+    assert copies(body, f"id={gist} ") == 0  # the gist it leads with is not in the pack's gists again
+
+
+@pytest.mark.parametrize("mcp", [True, False], ids=["server-only", "hooks-only"])
+def test_with_one_channel_the_start_pack_reaches_the_model_once_through_it(claude_code: ClaudeProject, mcp: bool) -> None:
+    pinned_project(claude_code)
+    claude_code.configure(mcp=mcp, hooks=not mcp)
+    first = claude_code.run("Where are invoice PDFs rendered?")
+    assert [start_pack_copies(body) for body in first.conversation()] == [(1, 1)]
+    assert copies(first.conversation()[0], "MCP Server Instructions") == int(mcp)
+    again = claude_code.run("And credit notes?", continuing=True)
+    assert [start_pack_copies(body) for body in again.conversation()] == [(1, 1)]

@@ -120,6 +120,7 @@ class IndexSync:
         self._index: SearchIndex | None = None
         self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
         self._model_settled = threading.Event()
+        self._before_model: Callable[[], None] | None = None
         self._embed_lock = threading.Lock()  # one embedding batch at a time: the worker's, or a search's fresh one
         self._complete_at = -1  # a journal revision at which every memory had a vector (-1: not known yet)
         self._compaction: _Compaction | None = None
@@ -143,9 +144,15 @@ class IndexSync:
 
     # -- lifecycle -------------------------------------------------------------
 
-    def start(self) -> None:
-        """Open the index and start the worker in the background; returns at once."""
+    def start(self, before_model: Callable[[], None] | None = None) -> None:
+        """Open the index and start the worker in the background; returns at once. `before_model` runs in the worker
+        between the open and the model's load (a server holds the load back while a hook is on its way)."""
+        self._before_model = before_model
         self._worker.start()
+
+    def opened(self, timeout: float) -> bool:
+        """Wait until the first open attempt is over, for at most `timeout` seconds; whether it is."""
+        return self._worker.wait_opened(timeout)
 
     def open_now(self) -> bool:
         """Open and catch up in the calling thread (the CLI's way); whether it opened."""
@@ -196,6 +203,8 @@ class IndexSync:
                 self._index = None
 
     def _load_model(self) -> None:
+        if self._before_model is not None:
+            self._before_model()
         self.embedder.load()
         self._model_settled.set()
 
