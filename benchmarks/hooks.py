@@ -21,8 +21,8 @@ Then the same in real sessions (`--part sessions`): the real Claude Code CLI (`t
 the scripted model (`tests/claude_code/scripted_model.py`), on a project configured by `config claude-code --write`
 and `--hooks --write`. Each round runs, in turn, `claude -p PROMPT` with no ledger, with the MCP server only, with
 the hooks only and with both (its wall time), then, with the hooks only and with both, a session of four prompts in
-one process (`--input-format stream-json`), where the MCP server stays up between prompts as in an interactive
-session. Claude Code runs each hook through a shell wrapper that notes its start and end: UserPromptSubmit is timed
+one process (`--input-format stream-json`), each sent 2 s after the answer to the one before, where the MCP server
+stays up between prompts as in an interactive session. Claude Code runs each hook through a shell wrapper that notes its start and end: UserPromptSubmit is timed
 from its process start to its exit, as the user waits for it (the wrapper's own cost, a few ms, included). The first
 prompt of a session meets a server that is starting; the later ones a server that is up.
 """
@@ -39,8 +39,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from performance import percentile, queries, synthetic_journal
@@ -63,6 +63,50 @@ event=$(printf '%s' "$input" | sed -n 's/.*"hook_event_name": *"\\([A-Za-z]*\\)"
 echo "$event $start $end" >> "$times"
 exit $status
 """
+# A prompt hook working alone, step by step in one fresh process (argv[1]: its input): what each step costs.
+PHASES = """
+import json, sys, time
+from pathlib import Path
+marks = [time.perf_counter()]
+import project_ledger.cli.serve_client  # the short way to a server: standard library only
+marks.append(time.perf_counter())
+import project_ledger.cli.commands  # the CLI (click, the settings), which a hook no server answers goes on to
+marks.append(time.perf_counter())
+from project_ledger.cli.hooks import hook_settings
+from project_ledger.factory import open_services
+from project_ledger.memory.conversation import ESTIMATE, choose_injection, render_injection
+from project_ledger.search.index import SearchFilter
+marks.append(time.perf_counter())
+event = json.loads(sys.argv[1])
+root = Path(event["cwd"])
+settings = hook_settings(None).model_copy(update={"root": root})
+services = open_services(settings, root)
+marks.append(time.perf_counter())
+services.maintenance.open_index(bm25_only=True)
+marks.append(time.perf_counter())
+ledger = services.ledger
+stored = ledger.remember(event["prompt"], kind="turn", session=event["session_id"], role="user")
+marks.append(time.perf_counter())
+floor = settings.hook_inject_floor
+ranked = ledger.retrieval.retrieve(event["prompt"], SearchFilter(), k=8, session=event["session_id"], floor=floor, lexical=True)
+chosen = choose_injection(ledger.retrieval.hits(ranked.ranked), session=event["session_id"], floor=floor, exclude=[stored.id])
+render_injection(chosen, settings.hook_inject_tokens, ESTIMATE.count)
+marks.append(time.perf_counter())
+services.close()
+marks.append(time.perf_counter())
+print(json.dumps([b - a for a, b in zip(marks, marks[1:])]))
+"""
+PHASE_NAMES = (
+    "importing the short way (socket client, project finder)",
+    "importing the CLI (click, pydantic settings)",
+    "importing the hook's services (journal, index, capture, ranking)",
+    "reading the settings, opening the journal",
+    "opening the index slot (BM25 only, caught up with the journal)",
+    "storing the prompt (redaction, journal write, capture)",
+    "BM25 retrieval and the injection",
+    "closing (index slot flushed)",
+)
+THINK_SECONDS = 2.0  # between an answer and the session's next prompt: a user reading it and typing, at the least
 SETUPS = {"no ledger": (False, False), "MCP server only": (True, False), "hooks only": (False, True), "MCP server and hooks": (True, True)}
 
 
@@ -113,7 +157,8 @@ def measure(root: Path, base: dict[str, object], transcript: Path, prompts: list
     """One call of each event per prompt into `times`; how many prompts got an injection."""
     injected = 0
     for n, query in enumerate(prompts):
-        times["SessionStart"].append(timed_run(COMMAND, {**base, "hook_event_name": "SessionStart", "source": "startup"}, root)[0])
+        started = {**base, "session_id": f"start-{start + n}", "hook_event_name": "SessionStart", "source": "startup"}  # a new session
+        times["SessionStart"].append(timed_run(COMMAND, started, root)[0])
         elapsed, out = timed_run(COMMAND, {**base, "hook_event_name": "UserPromptSubmit", "prompt": query}, root)
         times["UserPromptSubmit"].append(elapsed)
         injected += bool(out.strip())
@@ -161,12 +206,13 @@ def prompt_times(times: Path, hooks: list[str]) -> list[tuple[float, bool]]:
         if not within:
             raise SystemExit(f"no hooks log line for the prompt hook timed {start}-{end}: {hooks}")
         found.append(((int(end) - int(start)) / 1e9, all(within)))
+        print(f"  prompt hook {found[-1][0] * 1000:.0f} ms, {'served' if found[-1][1] else 'alone'}", file=sys.stderr)
     return found
 
 
 def logged_at(line: str) -> int:
     """When a hooks log line was written, in ns since the epoch."""
-    return round(datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp() * 1e9)
+    return round(datetime.fromisoformat(line.split()[0]).timestamp() * 1e9)
 
 
 def sessions(size: int, rounds: int) -> str:
@@ -203,7 +249,7 @@ def sessions(size: int, rounds: int) -> str:
                 for name in ("hooks only", "MCP server and hooks"):
                     setups.use(name)
                     times.write_text("")
-                    run = project.converse([next(asked) for _ in range(4)])
+                    run = project.converse([next(asked) for _ in range(4)], pause=THINK_SECONDS)
                     first, *later = prompt_times(times, run.hooks)
                     prompts[name, "first"].append(first)
                     prompts[name, "later"] += later
@@ -225,10 +271,10 @@ def sessions(size: int, rounds: int) -> str:
         "| UserPromptSubmit in those sessions, process start included | median | p95 | answered by `serve` |",
         "|---|---|---|---|",
     ]
-    labels = {"first": "first prompt of a session", "later": "later prompts (the server is up)"}
+    labels = {"first": "first prompt of a session", "later": f"later prompts, {THINK_SECONDS:.0f} s after the answer (the server is up)"}
     for (name, when), found in prompts.items():
         if name == "hooks only" and when == "later":
-            label = "hooks only: later prompts"
+            label = f"hooks only: later prompts, {THINK_SECONDS:.0f} s after the answer"
         else:
             label = f"{name}: {labels[when]}" + (" (the server is starting)" if name != "hooks only" and when == "first" else "")
         seconds = [elapsed for elapsed, _ in found]
@@ -269,9 +315,12 @@ def calls(args: argparse.Namespace) -> None:
         alone: dict[str, list[float]] = {name: [] for name in events}
         served: dict[str, list[float]] = {name: [] for name in events}
         times: dict[str, list[float]] = {"python": [], "imports": []}
-        for _ in range(args.runs):
+        phases: list[list[float]] = []
+        for n in range(args.runs):
             times["python"].append(timed_run([sys.executable, "-c", "pass"], None, root)[0])
             times["imports"].append(timed_run([sys.executable, "-c", "import project_ledger.cli.commands"], None, root)[0])
+            prompt = {**base, "session_id": "phases", "hook_event_name": "UserPromptSubmit", "prompt": f"{queries(args.runs)[n]} (phases)"}
+            phases.append(json.loads(timed_run([sys.executable, "-c", PHASES, json.dumps(prompt)], None, root)[1]))
         # Two blocks of each, alternating, so that a change of the machine's load falls on both settings.
         prompts, half = queries(args.runs), args.runs // 2
         log = root / ".ledger" / "logs" / "hooks.log"
@@ -289,10 +338,10 @@ def calls(args: argparse.Namespace) -> None:
             raise SystemExit(f"a hook meant for the server worked alone: {next(line for line in answered if ' served ' not in line)}")
         # A start with nothing changed since the pack was last made: the hook hands out the kept one, no server needed.
         starting = {**base, "hook_event_name": "SessionStart", "source": "startup"}
-        timed_run(COMMAND, starting, root)
+        timed_run(COMMAND, {**starting, "session_id": "kept-0"}, root)
         before = len(log.read_text().splitlines())
-        times["kept"] = [timed_run(COMMAND, starting, root)[0] for _ in range(args.runs)]
-        if not all(" kept " in line for line in log.read_text().splitlines()[before:]):
+        times["kept"] = [timed_run(COMMAND, {**starting, "session_id": f"kept-{n + 1}"}, root)[0] for n in range(args.runs)]
+        if not all(" kept " in line and "handed-before" not in line for line in log.read_text().splitlines()[before:]):
             raise SystemExit("a session start with nothing changed did not use the kept pack")
         errors = [line for line in log.read_text().splitlines() if " error " in line]
         if errors:
@@ -321,6 +370,14 @@ def calls(args: argparse.Namespace) -> None:
             f"| first hook on this ledger, no server (its index slot built from the journal) | {first * 1000:.0f} ms | | | |",
             f"| for scale: `python -c pass` | {ms(times['python'])} | {ms(times['python'], 95)} | | |",
             f"| for scale: importing the ledger's CLI | {ms(times['imports'])} | {ms(times['imports'], 95)} | | |",
+            "",
+            "| where a UserPromptSubmit working alone spends its time, step by step in one process | median | p95 |",
+            "|---|---|---|",
+            f"| starting the interpreter (`python -c pass`, above) | {ms(times['python'])} | {ms(times['python'], 95)} |",
+            *(
+                f"| {name} | {ms([run[n] for run in phases])} | {ms([run[n] for run in phases], 95)} |"
+                for n, name in enumerate(PHASE_NAMES)
+            ),
             "",
             f"{args.size:,} memories, {args.runs} calls per event and setting. "
             + measured("python benchmarks/hooks.py", load_before[0], load_after[0]),

@@ -141,11 +141,14 @@ class ClaudeProject:
         continuing: bool = False,
         allowed: tuple[str, ...] = LEDGER_TOOLS,
         timeout: float = 240,
+        pause: float = 0.0,
     ) -> Run:
-        """Several prompts in one `claude -p` process (`--input-format stream-json`), each sent once the answer to
-        the one before is complete, as a user types them in an interactive session: the session's MCP server stays
-        up between them. The model answers `turns` across all of them (then "Done.")."""
-        return self._claude(prompts, turns, resume=resume, continuing=continuing, allowed=allowed, timeout=timeout, stream=True)
+        """Several prompts in one `claude -p` process (`--input-format stream-json`), each sent `pause` seconds after
+        the answer to the one before is complete, as a user types them in an interactive session: the session's MCP
+        server stays up between them. The model answers `turns` across all of them (then "Done.")."""
+        return self._claude(
+            prompts, turns, resume=resume, continuing=continuing, allowed=allowed, timeout=timeout, stream=True, pause=pause
+        )
 
     def _claude(
         self,
@@ -157,6 +160,7 @@ class ClaudeProject:
         allowed: tuple[str, ...],
         timeout: float,
         stream: bool = False,
+        pause: float = 0.0,
     ) -> Run:
         self.model.script(turns or [])
         before = len(self.model.requests)
@@ -175,7 +179,7 @@ class ClaudeProject:
                 argv if stream else [*argv, prompts[0]], stdin=subprocess.PIPE if stream else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=stderr, text=True, env=self.environment(), cwd=self.root,
             )  # fmt: skip
-            results = _answers(process, prompts if stream else [], time.monotonic() + timeout)
+            results = _answers(process, prompts if stream else [], time.monotonic() + timeout, pause)
             stderr.seek(0)
             errors = stderr.read()
         seconds = time.perf_counter() - started
@@ -196,9 +200,9 @@ class ClaudeProject:
         return found[0] if found else self.home / ".claude" / "projects" / "-" / f"{session}.jsonl"
 
 
-def _answers(process: subprocess.Popen[str], prompts: list[str], deadline: float) -> list[dict[str, Any]]:
+def _answers(process: subprocess.Popen[str], prompts: list[str], deadline: float, pause: float = 0.0) -> list[dict[str, Any]]:
     """The CLI's result lines: for `claude -p PROMPT` the one it prints; in stream-json mode one per prompt, each
-    prompt written once the answer to the one before is in. The process is killed at `deadline`."""
+    prompt written `pause` seconds after the answer to the one before is in. The process is killed at `deadline`."""
     assert process.stdout is not None
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -232,8 +236,10 @@ def _answers(process: subprocess.Popen[str], prompts: list[str], deadline: float
         found = result()
         results += [found] if found is not None else []
     assert process.stdin is not None or not prompts
-    for prompt in prompts:
+    for n, prompt in enumerate(prompts):
         assert process.stdin is not None
+        if n:
+            time.sleep(pause)
         process.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
         process.stdin.flush()
         found = result()

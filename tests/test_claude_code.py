@@ -101,6 +101,7 @@ def test_with_the_server_and_the_hooks_the_start_pack_reaches_the_model_once_per
     # A compaction replaces the history with a summary: the pack comes once more, leading with the session's gist.
     compacted = claude_code.run("/compact", continuing=True)
     assert any(r["compaction"] for r in compacted.requests)
+    assert all(" ok " in line for line in compacted.hooks), compacted.hooks  # its summarizer leaves no transcript
     after = claude_code.run("What is the money rule?", continuing=True)
     body = after.conversation()[0]
     assert start_pack_copies(body) == (1, 1) and copies(body, BRIEF) == 1

@@ -335,7 +335,9 @@ class Conversation:
                 outcome.stored = int(self.ledger.remember(event.reply, kind="turn", session=event.session, role="assistant").created)
             return outcome
         transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
-        if transcript is not None and self.params.record:
+        if event.name == "SubagentStop" and transcript is not None and not transcript.exists():
+            outcome.notes.append("the subagent left no transcript")  # a compaction's summarizer writes none (2.1.332)
+        elif transcript is not None and self.params.record:
             outcome.stored = self.record(event.session, transcript, roles=("assistant",))
         if event.name in ("PreCompact", "SessionEnd"):
             outcome.notes.append(self.write_gist(event.session))
