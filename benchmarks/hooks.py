@@ -48,7 +48,7 @@ from readme_table import measured, publish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' scripted model and session helper
 from tests.claude_code.scripted_model import ScriptedModel
-from tests.claude_session import ClaudeProject, claude_project, missing
+from tests.claude_session import ClaudeProject, claude_project, missing, texts
 
 COMMAND = [sys.executable, "-m", "project_ledger", "hook", "claude-code"]
 # Runs a hook as Claude Code would, noting "<event> <start ns> <end ns>" in the file named first.
@@ -288,18 +288,107 @@ def sessions(size: int, rounds: int) -> str:
     return "\n".join(lines)
 
 
+# A small project for the walk through a session: its context file, two pins and three decisions left for recall.
+WALK_CONTEXT = """# Billing service
+
+## Architecture
+- `billing/api/`: HTTP handlers only; `billing/core/`: invoicing rules; `billing/store/`: the only SQL.
+- Invoices render to PDF in the `render` worker queue, never inside a request.
+
+## Conventions
+- Money is integer cents; never floats. Currency codes are ISO 4217.
+- Tests: `make test` (fast subset: `make test-fast`).
+"""
+WALK_PINS = (
+    "Invoices are immutable once sent; a correction is a credit note referencing the original.",
+    "Every job is idempotent: workers may run it twice after a crash.",
+)
+WALK_MEMORIES = (
+    "Invoice export retries back off exponentially from 250 ms, doubling to 8 s, at most 5 tries.",
+    "Export retries log each attempt to the export_audit table; they never page anyone.",
+    "Tax rounding is per line, half-even, before the invoice total is summed.",
+)
+WALK = (  # (label, prompt, continuing)
+    ("`claude -p`: the session's first prompt", "How do invoice export retries back off?", False),
+    ("`claude -p --continue`", "Do export retries page anyone when they fail?", True),
+    ("`claude -p --continue` again", "How is tax rounded on an invoice line?", True),
+    ("`claude -p --continue` after `/compact`", "Remind me how export retries back off.", True),
+)
+
+
+def walk() -> str:
+    """What the model is handed through a session with the MCP server and the hooks on: per request, the tokens the
+    ledger added through each channel (cl100k, read from the transcript Claude Code writes) and how many copies of
+    the start pack the request holds (a line of project_context.md)."""
+    if (why := missing()) is not None:
+        raise SystemExit(f"no real sessions: {why}")
+    from project_ledger.text.tokens import TokenCounter
+
+    tokens = TokenCounter()
+    model = ScriptedModel()
+    url = model.start()
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            project = claude_project(Path(tmp) / "billing", Path(tmp) / "home", model, url)
+            (project.root / "project_context.md").write_text(WALK_CONTEXT)
+            for pin in WALK_PINS:
+                project.ledger("pin", project.ledger("remember", pin, "--kind", "decision").strip())
+            for text in WALK_MEMORIES:
+                project.ledger("remember", text, "--kind", "decision")
+            project.configure(mcp=True, hooks=True)
+            seen = 0
+            for label, prompt, continuing in WALK:
+                if label.endswith("after `/compact`"):
+                    project.run("/compact", continuing=True)
+                run = project.run(prompt, continuing=continuing)
+                lines = run.transcript.read_text().splitlines()
+                added = [json.loads(line).get("attachment") or {} for line in lines[seen:]]
+                seen = len(lines)
+                by_hook = {
+                    hook: sum(tokens.count(text) for a in added if a.get("type") == "hook_additional_context"
+                              and a.get("hookName") == hook for text in a.get("content", []))
+                    for hook in ("SessionStart", "UserPromptSubmit")
+                }  # fmt: skip
+                instructions = sum(
+                    tokens.count(block) for a in added if a.get("type") == "mcp_instructions_delta" for block in a.get("addedBlocks", [])
+                )
+                body = run.conversation()[0]
+                copies = sum(text.count("Money is integer cents") for text in texts(body))
+                rows.append(
+                    f"| {label} | {by_hook['SessionStart']:,} | {instructions:,} | {by_hook['UserPromptSubmit']:,} | {copies} |"
+                )
+    finally:
+        model.stop()
+    return "\n".join(
+        [
+            ("| request (MCP server and hooks on) | SessionStart context | the server's instructions | prompt injection | "
+            "start-pack copies in the request |"),
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            ("Tokens (cl100k) the ledger added to the request, per channel, read from the transcript Claude Code 2.1.332 "
+            "writes; `python benchmarks/hooks.py --part walk`."),
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10_000, help="memories in the ledger")
     parser.add_argument("--runs", type=int, default=20, help="calls per event")
     parser.add_argument("--rounds", type=int, default=10, help="rounds of real Claude Code sessions")
-    parser.add_argument("--part", choices=("all", "calls", "sessions"), default="all", help="the hook calls, the sessions, or both")
+    parser.add_argument(
+        "--part", choices=("all", "calls", "sessions", "walk"), default="all", help="the hook calls, the sessions, the walk, or all"
+    )
     parser.add_argument("--write", action="store_true", help="write the tables into README.md")
     args = parser.parse_args()
     if args.part in ("all", "calls"):
         calls(args)
     if args.part in ("all", "sessions"):
         publish("hooks-sessions", sessions(args.size, args.rounds), args.write)
+    if args.part in ("all", "walk"):
+        publish("hooks-walk", walk(), args.write)
 
 
 def calls(args: argparse.Namespace) -> None:

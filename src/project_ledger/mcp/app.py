@@ -405,9 +405,8 @@ def create_server(
 
     async def greeted_by_request(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
         """On the stateless revision no `notifications/initialized` ever comes (Claude Code 2.1.332 speaks it): the
-        tool list answered is the greeting (the client discovers, then lists prompts, resources and tools; a start-up
-        begun before then held those answers up past the point where Claude Code stops waiting for its servers), and
-        a hook the server answers next need not wait a second more."""
+        tool list answered is the greeting (the client discovers, then lists prompts, resources and tools, answers a
+        start-up begun earlier would hold up), and a hook the server answers next need not wait a second more."""
         try:
             return await call_next(ctx)
         finally:

@@ -367,7 +367,7 @@ class Conversation:
             handed_ids.append(gist.id)
         if budget < 100:  # the pack's smallest budget; the gist alone fills what there is
             return Outcome(context=lead.strip() or None, handed=handed_ids)
-        pack = self.ledger.context(None, token_budget=budget, tokens=ESTIMATE, shown=handed_ids)
+        pack = self.ledger.context(None, token_budget=budget, tokens=ESTIMATE, leave_out=handed_ids)
         return Outcome(context=(lead + pack.text).strip() or None, handed=[*handed_ids, *pack.ids])
 
     def prompt(self, event: HookEvent) -> Outcome:

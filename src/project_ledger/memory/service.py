@@ -423,12 +423,12 @@ class LedgerService:
         *,
         session: str | None = None,
         tokens: TokenCounter | None = None,
-        shown: Collection[str] = (),
+        leave_out: Collection[str] = (),
     ) -> ContextResult:
         """One block within `token_budget`: project context, pins, then (for a query) the memories and code
         it needs, then the session's latest turns. Being put in a pack is not use: access stats stay as they
         were (see `Recall.touch`). `tokens` counts instead of the ledger's tiktoken counter (a hook's estimate);
-        the gists in `shown` are left out (the hook's pack after a compaction leads with the session's own)."""
+        the gists in `leave_out` are left out (the hook's pack after a compaction leads with the session's own)."""
         if not MIN_CONTEXT_TOKENS <= token_budget <= self.limits.max_result_tokens:
             raise InvalidArgument(
                 f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {self.limits.max_result_tokens} "
@@ -439,7 +439,7 @@ class LedgerService:
         sections = stable_sections(self.project_context.read(), self.paths.project_context, pinned)
         # A question alone gets what is relevant to it; a session (or a session start) also gets the gists.
         gists = self.gists.for_context(session) if session is not None or query is None else []
-        gists = [gist for gist in gists if gist.id not in shown]
+        gists = [gist for gist in gists if gist.id not in leave_out]
         shown = {m.id for m in (*pinned, *gists)}
         mode = self.retrieval.mode()
         memories: list[RecallHit] = []
