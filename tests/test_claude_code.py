@@ -97,6 +97,8 @@ def test_with_the_server_and_the_hooks_the_start_pack_reaches_the_model_once_per
         assert any("SessionStart" in line and "handed-before" in line for line in again.hooks), again.hooks
     injected = injection(again.conversation()[0])
     assert decision in injected and PIN not in injected  # the injection still brings the rest
+    resumed = claude_code.run("Who renders credit notes?", resume=first.session)
+    assert resumed.session == first.session and [start_pack_copies(body) for body in resumed.conversation()] == [(1, 1)]
 
     # A compaction replaces the history with a summary: the pack comes once more, leading with the session's gist.
     compacted = claude_code.run("/compact", continuing=True)
