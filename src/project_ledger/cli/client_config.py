@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from project_ledger.claude_settings import HOOK_MARK
 from project_ledger.memory.conversation import CURSOR_EVENTS, EVENTS
 
 
@@ -158,7 +159,6 @@ def write_atomically(path: Path, text: str) -> None:
 
 # -- Claude Code hooks -------------------------------------------------------------------
 
-HOOK_MARK = "project_ledger hook claude-code"  # how an entry of ours is recognised among the user's own hooks
 HOOK_TIMEOUT_SECONDS = 10
 
 

@@ -81,7 +81,7 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
     started = time.perf_counter()
     name, session, data_dir = "-", "-", data_dir_option
     pack_source: dict[str, Any] | None = None
-    next_start = ""
+    pack: tuple[str, list[str]] | None = None  # a session-start answer made now, and the memories it holds
     try:
         from dataclasses import replace
 
@@ -117,17 +117,18 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
             if client == "claude-code" and event.name == "SessionStart" and event.source != "compact":
                 pack_source = _pack_source(ledger)
             outcome = conversation.handle(event)
+            if pack_source is not None and outcome.context:
+                pack = (hook_output("SessionStart", outcome.context), outcome.handed)
             if client == "claude-code" and event.name == "SessionEnd":  # the next start's pack, made while nothing waits
                 pack_source = _pack_source(ledger)
-                next_start = hook_output(
-                    "SessionStart", conversation.session_start(replace(event, name="SessionStart", source="startup")).context
-                )
+                made = conversation.start_pack(replace(event, name="SessionStart", source="startup"))
+                pack = (hook_output("SessionStart", made.context), made.handed)
         if client == "cursor":  # beforeSubmitPrompt answers whether the prompt goes on; the others answer nothing
             output = json.dumps({"continue": True}) if event.name == "UserPromptSubmit" else ""
         else:
             output = hook_output(event.name, outcome.context)
-        if pack_source is not None:
-            keep(data_dir, pack_source, output if event.name == "SessionStart" else next_start)
+        if pack_source is not None and pack is not None:
+            keep(data_dir, pack_source, *pack)
         details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
         state = "ok"
     except Declined:
