@@ -35,6 +35,8 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import accumulate
 
 from project_ledger.text import bounded_scan
 from project_ledger.text.bounded_scan import Budget
@@ -49,7 +51,7 @@ WORD = bounded_scan.compile(
 )
 # What a text must hold, lower-cased, for WORD to match in it.
 FRAGMENTS = ("key", "secret", "token", "pass", "pwd", "cred", "signing", "bearer")
-_CHUNK = bounded_scan.compile(r"\S++")
+_CHUNK = re.compile(r"\S++")  # cannot backtrack; the standard engine splits a region in one call, not one call a chunk
 _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # Only used whole, or searched in one value; the lookbehinds let a search enter a run at its start only.
 _KEYWORD_ARGUMENT = re.compile(r"(?<![a-z0-9_.])[a-z_][a-z0-9_.]*+=(?:[a-z_][a-z0-9_.]*+|True|False|None)")  # stream=self.stream
@@ -62,6 +64,8 @@ REACH = 96  # characters either side of a word that are looked at
 MAX_AFTER = 12  # chunks after a word
 MAX_BETWEEN_BEFORE = 4  # chunks between a value before the word and the word, after the link
 MAX_VALUE = 1024  # a longer chunk is data, not a secret
+MAX_NAME = 64  # characters of a name either side of the word that are read
+MIN_VALUE = 8  # no shorter value looks random (`secret_values.looks_random`)
 
 # Links between a name and its value after it: `the key is <v>`, `set it to <v>`, `key -> <v>`.
 _LINKS_AFTER = frozenset("is was are be to now : -> => equals reads".split())
@@ -97,7 +101,7 @@ class _Chunk:
     named: bool  # it holds a word naming a secret
     ends_named: bool  # it ends with one: a name (`X25519PrivateKey`, `api_key`), not a value
 
-    @property
+    @cached_property
     def bare(self) -> str:
         """The chunk without the quotes, brackets and sentence punctuation around it; a trailing `*` only as
         many as lead it (`**bold**`), since a password may end in one."""
@@ -108,7 +112,7 @@ class _Chunk:
             inner, stars = inner[:-1].rstrip(_CLOSERS), stars - 1
         return inner
 
-    @property
+    @cached_property
     def word(self) -> str:
         return self.bare.lower()
 
@@ -118,10 +122,11 @@ class _Chunk:
     def value(self, password: bool) -> tuple[int, int] | None:
         """The span of the chunk's value, when it looks like a secret: not a template (`{password!r}`), an
         elision (`eyJhbGci...`), code (`stream=stream)`), a file name, a URL or base64 of plain text."""
+        if len(self.text) > MAX_VALUE:
+            return None
         value = self.bare
         if (
-            len(value) > MAX_VALUE
-            or not not_placeholder(self.text)
+            not not_placeholder(self.text)
             or self.text.lstrip("\"'`(*").startswith(("{", "${", "$("))
             or _VARIABLE.fullmatch(value)
             or self.ends_named
@@ -179,11 +184,11 @@ def _regions(text: str, words: list[tuple[int, int]]) -> Iterator[tuple[int, int
         yield start, end
 
 
-def _chunks(text: str, start: int, end: int, word_starts: list[int], word_ends: set[int], budget: Budget) -> list[_Chunk]:
+def _chunks(text: str, start: int, end: int, word_starts: list[int], word_ends: set[int]) -> list[_Chunk]:
     chunks: list[_Chunk] = []
     line, position = 0, start
     region = text[start:end]
-    for m in bounded_scan.finditer(_CHUNK, region, budget):
+    for m in _CHUNK.finditer(region):
         line += region.count("\n", position - start, m.start())
         chunk_start, position = start + m.start(), start + m.end()
         named = bisect.bisect_left(word_starts, chunk_start) < bisect.bisect_left(word_starts, position)
@@ -196,8 +201,10 @@ def _word(m: bounded_scan.Match, chunks: list[_Chunk], index: int) -> _Word | No
     """The word as a secret's name, or None when the name holding it or the words before it say the value is
     something else: `public key`, `cache_key`, `key_id`, `token type`, `password hash:`, `the kid of the key:`."""
     chunk = chunks[index]
-    before = chunk.text[: m.start() - chunk.start].lstrip(_OPENERS)
-    after = chunk.text[m.end() - chunk.start :].split("=")[0].split(":")[0]
+    if len(chunk.text) > MAX_VALUE + 2 * MAX_NAME:
+        return None  # data (`key-key-key-...`), not a name and its value
+    before = chunk.text[max(0, m.start() - chunk.start - MAX_NAME) : m.start() - chunk.start].lstrip(_OPENERS)
+    after = chunk.text[m.end() - chunk.start :][:MAX_NAME].split("=")[0].split(":")[0]
     if (_name_words(before) | _name_words(after)) & NOT_SECRET:
         return None
     previous = [c for c in chunks[max(0, index - 4) : index] if c.line == chunk.line]
@@ -244,10 +251,11 @@ def _before(chunks: list[_Chunk], index: int, word: _Word) -> tuple[int, int] | 
     chunk = chunks[index]
     closes = chunk.text[word.end - chunk.start :].startswith(")")
     for value_index in range(index - 1, max(-1, index - 2 - MAX_BETWEEN_BEFORE), -1):
-        candidate, between = chunks[value_index], chunks[value_index + 1 : index]
-        if candidate.line != chunk.line or any(c.text.endswith(_SENTENCE_END) or c.word in NOT_SECRET for c in between):
+        candidate, link = chunks[value_index], chunks[value_index + 1]
+        if candidate.line != chunk.line:
             return None
-        link = chunks[value_index + 1]
+        if link is not chunk and (link.text.endswith(_SENTENCE_END) or link.word in NOT_SECRET):
+            return None  # the chunks between the value and the word end a sentence or say it is something else
         linked = link.links(_LINKS_BEFORE) or (link.text.startswith("(") and closes)  # `<v> (our api key)`
         if linked and (span := candidate.value(word.password)):
             return span
@@ -259,10 +267,15 @@ def find(text: str, budget: Budget) -> Iterator[tuple[int, int]]:
     matches = list(bounded_scan.finditer(WORD, text, budget))
     word_starts, word_ends = [m.start() for m in matches], {m.end() for m in matches}
     for region_start, region_end in _regions(text, [m.span() for m in matches]):
-        chunks = _chunks(text, region_start, region_end, word_starts, word_ends, budget)
+        chunks = _chunks(text, region_start, region_end, word_starts, word_ends)
         chunk_starts = [c.start for c in chunks]
+        long_before = list(accumulate((len(c.text) >= MIN_VALUE for c in chunks), initial=0))  # long chunks before each
         for m in matches[bisect.bisect_left(word_starts, region_start) : bisect.bisect_left(word_starts, region_end)]:
+            budget.remaining()  # the words of a text made of them (`key key key ...`) share the scans' time
             index = bisect.bisect_right(chunk_starts, m.start()) - 1
+            low, high = max(0, index - 1 - MAX_BETWEEN_BEFORE), min(len(chunks), index + 1 + MAX_AFTER)
+            if long_before[high] == long_before[low]:
+                continue  # no chunk in reach is long enough to be a value
             word = _word(m, chunks, index)
             if word is not None and (span := _after(chunks, index, word) or _before(chunks, index, word)) is not None:
                 yield span
