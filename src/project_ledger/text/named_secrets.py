@@ -35,12 +35,11 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import accumulate
 
 from project_ledger.text import bounded_scan
 from project_ledger.text.bounded_scan import Budget
-from project_ledger.text.secret_values import looks_random, not_placeholder
+from project_ledger.text.secret_values import fragment_positions, looks_random, lower, not_placeholder
 
 # A word naming a secret, alone or as a part of a name: `key`, `api_key`, `apiKey`, `DB_PASSWORD`; not `monkey`,
 # `keyboard`, `tokenizer` or `secretary`.
@@ -49,12 +48,16 @@ WORD = bounded_scan.compile(
     r"(?i:(?P<pw>passw(?:or)?d|passphrase|pwd)|secret|token|(?P<key>key)|credential|cred|signing|bearer)(?P<plural>s?+)"
     r"(?![a-z])"
 )
-# What a text must hold, lower-cased, for WORD to match in it.
+# Where WORD can start, lower-cased: it is tried only there.
 FRAGMENTS = ("key", "secret", "token", "pass", "pwd", "cred", "signing", "bearer")
+_WORDS = ("password", "passwd", "passphrase", "pwd", "secret", "token", "key", "credential", "cred", "signing", "bearer")
 _CHUNK = re.compile(r"\S++")  # cannot backtrack; the standard engine splits a region in one call, not one call a chunk
+_LINE_BREAK = re.compile(r"\n")
+_NON_SPACE = re.compile(r"\S*+")  # matched where a region would end, to take the rest of its chunk
 _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # Only used whole, or searched in one value; the lookbehinds let a search enter a run at its start only.
 _KEYWORD_ARGUMENT = re.compile(r"(?<![a-z0-9_.])[a-z_][a-z0-9_.]*+=(?:[a-z_][a-z0-9_.]*+|True|False|None)")  # stream=self.stream
+_ENV_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*+(?:_[A-Z0-9]++)++=")  # LEDGER_SHARED_SERVER=true: a setting
 _FILE_NAME = re.compile(r"(?<![a-z0-9_\-/.])(?:[a-z0-9_\-/]++\.)++[a-z]{2,4}")  # sfc64-testset-1.csv
 _VARIABLE = re.compile(r"\$[A-Za-z_]\w*+")  # $API_KEY: where the value comes from
 _TEMPLATE = re.compile(r"#[a-z_]{3,}+#|@[A-Z_]{3,}+@|%[A-Z_]{3,}+%")  # a template's slot: f2py's #name#, autoconf's @VAR@, %VAR%
@@ -92,29 +95,27 @@ _CLOSERS = "\"'`)]}>,;:."
 _CODE = frozenset("\"'`()[]{}<>,;\\")  # inside a value, these make it code or escaped text
 
 
+def _bare(text: str) -> str:
+    """The chunk without the quotes, brackets and sentence punctuation around it; a trailing `*` only as many as
+    lead it (`**bold**`), since a password may end in one."""
+    head = text.lstrip(_OPENERS)
+    stars = text[: len(text) - len(head)].count("*")
+    inner = head.rstrip(_CLOSERS)
+    while stars and inner.endswith("*"):
+        inner, stars = inner[:-1].rstrip(_CLOSERS), stars - 1
+    return inner
+
+
 @dataclass(frozen=True)
 class _Chunk:
     start: int
     end: int
     text: str
-    line: int  # how many line breaks precede it in its region
+    line: int  # how many line breaks precede it
     named: bool  # it holds a word naming a secret
     ends_named: bool  # it ends with one: a name (`X25519PrivateKey`, `api_key`), not a value
-
-    @cached_property
-    def bare(self) -> str:
-        """The chunk without the quotes, brackets and sentence punctuation around it; a trailing `*` only as
-        many as lead it (`**bold**`), since a password may end in one."""
-        head = self.text.lstrip(_OPENERS)
-        stars = self.text[: len(self.text) - len(head)].count("*")
-        inner = head.rstrip(_CLOSERS)
-        while stars and inner.endswith("*"):
-            inner, stars = inner[:-1].rstrip(_CLOSERS), stars - 1
-        return inner
-
-    @cached_property
-    def word(self) -> str:
-        return self.bare.lower()
+    bare: str  # without the quotes, brackets and punctuation around it (`_bare`)
+    word: str  # `bare`, lower-cased
 
     def links(self, links: frozenset[str]) -> bool:
         return self.text in links or self.word in links
@@ -133,6 +134,7 @@ class _Chunk:
             or "://" in value
             or any(c in _CODE for c in value)
             or _KEYWORD_ARGUMENT.fullmatch(value)
+            or _ENV_ASSIGNMENT.match(value)
             or _FILE_NAME.fullmatch(value)
             or _TEMPLATE.search(value)
             or not looks_random(value, password=password)
@@ -141,6 +143,11 @@ class _Chunk:
             return None
         start = self.start + len(self.text) - len(self.text.lstrip(_OPENERS))
         return start, start + len(value)
+
+
+def _chunk(start: int, text: str, line: int, named: bool, ends_named: bool) -> _Chunk:
+    bare = _bare(text) if len(text) <= MAX_VALUE else text
+    return _Chunk(start, start + len(text), text, line, named, ends_named, bare, bare.lower())
 
 
 @dataclass(frozen=True)
@@ -174,40 +181,50 @@ def _regions(text: str, words: list[tuple[int, int]]) -> Iterator[tuple[int, int
         if low > end:
             if end >= 0:
                 yield start, end
-            start = low
-            while start > 0 and start > low - MAX_VALUE and not text[start - 1].isspace():
-                start -= 1
-        end = max(end, high)
-        while end < len(text) and end < high + MAX_VALUE and not text[end].isspace():
-            end += 1
+            reach = max(0, low - MAX_VALUE)
+            start = max(reach, *(text.rfind(space, reach, low) + 1 for space in " \n\t\r")) if low else 0
+        if high > end:
+            end = _NON_SPACE.match(text, high, high + MAX_VALUE).end()  # type: ignore[union-attr]
     if end >= 0:
         yield start, end
 
 
-def _chunks(text: str, start: int, end: int, word_starts: list[int], word_ends: set[int]) -> list[_Chunk]:
-    chunks: list[_Chunk] = []
-    line, position = 0, start
-    region = text[start:end]
-    for m in _CHUNK.finditer(region):
-        line += region.count("\n", position - start, m.start())
-        chunk_start, position = start + m.start(), start + m.end()
-        named = bisect.bisect_left(word_starts, chunk_start) < bisect.bisect_left(word_starts, position)
-        ends_named = named and chunk_start + len(m[0].rstrip(_CLOSERS)) in word_ends
-        chunks.append(_Chunk(chunk_start, position, m[0], line, named, ends_named))
-    return chunks
+class _Region:
+    """The chunks of one stretch of text, each made when first looked at: most words have nothing in reach."""
+
+    def __init__(self, text: str, start: int, end: int, word_starts: list[int], word_ends: set[int]) -> None:
+        self.text, self.start, self.word_starts, self.word_ends = text, start, word_starts, word_ends
+        region = text[start:end]
+        self.spans = [(start + m.start(), start + m.end()) for m in _CHUNK.finditer(region)]
+        self.starts = [span[0] for span in self.spans]
+        self.breaks = [start + m.start() for m in _LINE_BREAK.finditer(region)]
+        self.long_before = list(accumulate((end - start >= MIN_VALUE for start, end in self.spans), initial=0))
+        self._made: dict[int, _Chunk] = {}
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __getitem__(self, index: int) -> _Chunk:
+        if (chunk := self._made.get(index)) is None:
+            start, end = self.spans[index]
+            words = bisect.bisect_left(self.word_starts, start) < bisect.bisect_left(self.word_starts, end)
+            text = self.text[start:end]
+            ends_named = words and start + len(text.rstrip(_CLOSERS)) in self.word_ends
+            chunk = self._made[index] = _chunk(start, text, bisect.bisect_left(self.breaks, start), words, ends_named)
+        return chunk
 
 
-def _word(m: bounded_scan.Match, chunks: list[_Chunk], index: int) -> _Word | None:
+def _word(m: bounded_scan.Match, chunks: _Region, index: int) -> _Word | None:
     """The word as a secret's name, or None when the name holding it or the words before it say the value is
     something else: `public key`, `cache_key`, `key_id`, `token type`, `password hash:`, `the kid of the key:`."""
     chunk = chunks[index]
-    if len(chunk.text) > MAX_VALUE + 2 * MAX_NAME:
-        return None  # data (`key-key-key-...`), not a name and its value
+    if len(chunk.text) > MAX_VALUE + 2 * MAX_NAME or (m.start() > chunk.start and chunk.text[m.start() - chunk.start - 1] in "$%"):
+        return None  # data (`key-key-key-...`), or a variable (`$PWD`, `%PASSWORD%`), not a name and its value
     before = chunk.text[max(0, m.start() - chunk.start - MAX_NAME) : m.start() - chunk.start].lstrip(_OPENERS)
     after = chunk.text[m.end() - chunk.start :][:MAX_NAME].split("=")[0].split(":")[0]
     if (_name_words(before) | _name_words(after)) & NOT_SECRET:
         return None
-    previous = [c for c in chunks[max(0, index - 4) : index] if c.line == chunk.line]
+    previous = [c for c in map(chunks.__getitem__, range(max(0, index - 4), index)) if c.line == chunk.line]
     if any(c.word in _QUALIFIERS for c in previous[-2:]):
         return None
     if any(c.word in NOT_SECRET and following.word in ("of", "for") for c, following in zip(previous, previous[1:], strict=False)):
@@ -216,7 +233,7 @@ def _word(m: bounded_scan.Match, chunks: list[_Chunk], index: int) -> _Word | No
     return _Word(m.start(), m.end(), m["pw"] is not None, plain_key or bool(m["plural"]))
 
 
-def _after(chunks: list[_Chunk], index: int, word: _Word) -> tuple[int, int] | None:
+def _after(chunks: _Region, index: int, word: _Word) -> tuple[int, int] | None:
     """A value after the word: in the rest of its chunk (`key:<v>`), right after it, or after a link."""
     chunk = chunks[index]
     rest = chunk.text[word.end - chunk.start :].lstrip("\"'`*)]")
@@ -224,11 +241,12 @@ def _after(chunks: list[_Chunk], index: int, word: _Word) -> tuple[int, int] | N
         tail = rest.lstrip(":=>-")
         if tail:  # the value is right there: it is the secret or there is none
             code = rest[:1] == "=" and not rest.startswith("=>")
-            return None if code and word.loose else _Chunk(chunk.end - len(tail), chunk.end, tail, chunk.line, False, False).value(word.password)
+            return None if code and word.loose else _chunk(chunk.end - len(tail), tail, chunk.line, False, False).value(word.password)
     elif rest:
         return None  # the word runs on into a longer name (`token_endpoint`), a call (`key(...)`) or a list (`pwd,`)
     previous = chunk
-    for n, candidate in enumerate(chunks[index + 1 : index + 1 + MAX_AFTER]):
+    for n in range(min(MAX_AFTER, len(chunks) - index - 1)):
+        candidate = chunks[index + 1 + n]
         if previous.text.endswith(_SENTENCE_END):
             return None
         if candidate.line != previous.line and not (candidate.line == previous.line + 1 and previous.text.endswith(":")):
@@ -246,7 +264,7 @@ def _after(chunks: list[_Chunk], index: int, word: _Word) -> tuple[int, int] | N
     return None
 
 
-def _before(chunks: list[_Chunk], index: int, word: _Word) -> tuple[int, int] | None:
+def _before(chunks: _Region, index: int, word: _Word) -> tuple[int, int] | None:
     """A value before the word, linked to it: `<v> is the api key`, `<v> (our token)`, `<v> - signing secret`."""
     chunk = chunks[index]
     closes = chunk.text[word.end - chunk.start :].startswith(")")
@@ -262,20 +280,37 @@ def _before(chunks: list[_Chunk], index: int, word: _Word) -> tuple[int, int] | 
     return None
 
 
+def lines_with_words(text: str) -> Iterator[tuple[int, int]]:
+    """Each line holding a word WORD matches, found without a regular expression: what `redaction` hides when
+    the scan for named secrets ran out of time."""
+    lowered = lower(text)
+    breaks = [m.start() for m in _LINE_BREAK.finditer(text)]
+    last = -1
+    for position in fragment_positions(text, FRAGMENTS):
+        word = next((w for w in _WORDS if lowered.startswith(w, position)), None)
+        if word is None:
+            continue
+        end = position + len(word) + lowered.startswith("s", position + len(word))
+        left = text[position - 1] if position else " "
+        starts = not ("a" <= left.lower() <= "z") or ((left.islower() or left.isdigit()) and text[position].isupper())
+        line = bisect.bisect_left(breaks, position)
+        if starts and not (end < len(text) and "a" <= text[end] <= "z") and line != last:
+            last = line
+            yield breaks[line - 1] + 1 if line else 0, breaks[line] if line < len(breaks) else len(text)
+
+
 def find(text: str, budget: Budget) -> Iterator[tuple[int, int]]:
     """The span of each secret value named in `text`, in no particular order."""
-    matches = list(bounded_scan.finditer(WORD, text, budget))
+    matches = [m for p in fragment_positions(text, FRAGMENTS) if (m := bounded_scan.match(WORD, text, budget, p)) is not None]
     word_starts, word_ends = [m.start() for m in matches], {m.end() for m in matches}
     for region_start, region_end in _regions(text, [m.span() for m in matches]):
-        chunks = _chunks(text, region_start, region_end, word_starts, word_ends)
-        chunk_starts = [c.start for c in chunks]
-        long_before = list(accumulate((len(c.text) >= MIN_VALUE for c in chunks), initial=0))  # long chunks before each
+        region = _Region(text, region_start, region_end, word_starts, word_ends)
         for m in matches[bisect.bisect_left(word_starts, region_start) : bisect.bisect_left(word_starts, region_end)]:
             budget.remaining()  # the words of a text made of them (`key key key ...`) share the scans' time
-            index = bisect.bisect_right(chunk_starts, m.start()) - 1
-            low, high = max(0, index - 1 - MAX_BETWEEN_BEFORE), min(len(chunks), index + 1 + MAX_AFTER)
-            if long_before[high] == long_before[low]:
+            index = bisect.bisect_right(region.starts, m.start()) - 1
+            low, high = max(0, index - 1 - MAX_BETWEEN_BEFORE), min(len(region), index + 1 + MAX_AFTER)
+            if region.long_before[high] == region.long_before[low]:
                 continue  # no chunk in reach is long enough to be a value
-            word = _word(m, chunks, index)
-            if word is not None and (span := _after(chunks, index, word) or _before(chunks, index, word)) is not None:
+            word = _word(m, region, index)
+            if word is not None and (span := _after(region, index, word) or _before(region, index, word)) is not None:
                 yield span

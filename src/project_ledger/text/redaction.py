@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from project_ledger.text import bounded_scan, named_secrets
 from project_ledger.text.bounded_scan import Budget, ScanTimedOut
-from project_ledger.text.secret_values import EXAMPLE_PASSWORD, looks_random, not_placeholder
+from project_ledger.text.secret_values import EXAMPLE_PASSWORD, fragment_positions, looks_random, not_placeholder
 
 log = logging.getLogger(__name__)
 
@@ -156,20 +156,6 @@ _WORD_SEPARATOR = re.compile(r"[_.\-]+")
 _DOTTED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+")  # used whole (`fullmatch`)
 
 
-def _fragment_positions(text: str) -> list[int]:
-    """Where the text holds one of _NAME_FRAGMENTS, case-insensitively, in order."""
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a few characters lower-case to two ("İ"); keep the offsets aligned
-        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-    positions = []
-    for fragment in _NAME_FRAGMENTS:
-        position = lowered.find(fragment)
-        while position != -1:
-            positions.append(position)
-            position = lowered.find(fragment, position + 1)
-    return sorted(positions)
-
-
 class _Overread(Exception):
     """Names run together (`key=key=key=...`) made each value read most of the text again."""
 
@@ -182,7 +168,7 @@ MAX_READS_PER_CHARACTER = 8
 def _secret_assignments(text: str, budget: Budget) -> Iterator[tuple[int, int]]:
     done = 0  # the end of the last name looked at, or of the last secret found
     allowance = MAX_READS_PER_CHARACTER * len(text)
-    for position in _fragment_positions(text):
+    for position in fragment_positions(text, _NAME_FRAGMENTS):
         if position < done:
             continue
         end = done = bounded_scan.match(_NAME_TAIL, text, budget, position).end()  # type: ignore[union-attr]  # {0,n} always matches
@@ -303,7 +289,7 @@ TYPES: tuple[str, ...] = (*(d.kind for d in _DETECTORS), "secret_assignment", "n
 # One pass for what the detectors' hints and the name fragments check one by one: most texts (symbol
 # signatures and docstrings by the hundred thousand) hold none of them and leave at once.
 _ANY_HINT = re.compile("|".join(re.escape(hint) for detector in _DETECTORS for hint in detector.hints))
-_ANY_FRAGMENT = re.compile("|".join({*_NAME_FRAGMENTS, *named_secrets.FRAGMENTS}))
+_ANY_FRAGMENT = re.compile("|".join(dict.fromkeys((*_NAME_FRAGMENTS, *named_secrets.FRAGMENTS))))
 
 
 def _add(spans: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
@@ -344,22 +330,12 @@ def _around_hints(text: str, hints: tuple[str, ...], kind: str) -> Iterator[tupl
 def _secret_words_to_line_ends(text: str) -> Iterator[tuple[int, int]]:
     """The stand-in for `_secret_assignments` when its scan was cut short: each name holding a secret-sounding
     word (`db_password`), and the rest of its line."""
-    for position in _fragment_positions(text):
+    for position in fragment_positions(text, _NAME_FRAGMENTS):
         start = position
         while start > 0 and position - start < MAX_NAME and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
             start -= 1
         end = text.find("\n", position)
         yield start, len(text) if end == -1 else end
-
-
-def _lines_with_secret_words(text: str) -> Iterator[tuple[int, int]]:
-    """The stand-in for `named_secrets.find` when its scan was cut short: each line holding a word it looks for."""
-    start = 0
-    for line in text.split("\n"):
-        lowered = line.lower()
-        if any(fragment in lowered for fragment in named_secrets.FRAGMENTS):
-            yield start, start + len(line)
-        start += len(line) + 1
 
 
 def redact(text: str, seconds: float = bounded_scan.SCAN_SECONDS) -> Redacted:
@@ -398,7 +374,7 @@ def redact(text: str, seconds: float = bounded_scan.SCAN_SECONDS) -> Redacted:
         named = list(named_secrets.find(text, budget))
     except ScanTimedOut:
         cut_short.append("named_secret")
-        named = list(_lines_with_secret_words(text))
+        named = list(named_secrets.lines_with_words(text))
     for start, end in sorted(named):
         _add(spans, start, end, "named_secret")
     if cut_short:
