@@ -17,7 +17,7 @@ It stays on its line (a name ending its line with a colon reaches the next
 line's first chunk) and stops at a sentence's end. A plain `key` (`the key`,
 not `the api key`) and a plural need a link: `key = "name"` and `keys <id>` are
 code. A value must look random (`secret_values.looks_random`, with a lower bar
-after password words) and be none of what code and docs put there: a call, a
+after password words, or `random_alphanumeric`) and be none of what code and docs put there: a call, a
 keyword argument, a template, a variable, a file name, a URL, a name ending in
 one of the words (`X25519PrivateKey`), base64 of plain text. A word is passed
 over when what surrounds it says the value is something else: a public or cache
@@ -39,7 +39,7 @@ from itertools import accumulate
 
 from project_ledger.text import bounded_scan
 from project_ledger.text.bounded_scan import Budget
-from project_ledger.text.secret_values import fragment_positions, looks_random, lower, not_placeholder
+from project_ledger.text.secret_values import fragment_positions, looks_random, lower, not_placeholder, random_alphanumeric
 
 # A word naming a secret, alone or as a part of a name: `key`, `api_key`, `apiKey`, `DB_PASSWORD`; not `monkey`,
 # `keyboard`, `tokenizer` or `secretary`.
@@ -137,7 +137,7 @@ class _Chunk:
             or _ENV_ASSIGNMENT.match(value)
             or _FILE_NAME.fullmatch(value)
             or _TEMPLATE.search(value)
-            or not looks_random(value, password=password)
+            or not (looks_random(value, password=password) or random_alphanumeric(value))
             or _encoded_text(value)
         ):
             return None

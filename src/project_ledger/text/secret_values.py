@@ -106,3 +106,14 @@ def looks_random(value: str, *, password: bool) -> bool:
     # Share of random values that pass, measured: base62 98.5% at 16 characters and 99.9% at 32; hex 97% and 99.7%;
     # [a-z0-9] only 87% and 94%, as its letters run into word-like pieces more often.
     return len(pieces) >= 0.25 * n and in_words < 0.75 * n
+
+
+def random_alphanumeric(value: str) -> bool:
+    """A long run of letters and digits with digits spread through it, for a value that a secret's name points
+    at: what `looks_random` misses in lower-case keys, whose letters run into word-like pieces (one in twenty at
+    32 characters; this takes 999 in 1,000)."""
+    digits = sum(c.isdigit() for c in value)
+    return (
+        len(value) >= 20 and value.isascii() and value.isalnum() and 3 <= digits < len(value) and entropy(value) >= 3.5
+        and not _IDENTIFIER_LIKE.fullmatch(value)
+    )  # fmt: skip
