@@ -168,6 +168,26 @@ def test_a_memory_that_reads_like_instructions_is_never_injected_but_recall_stil
     assert stored["id"] not in later.stdout and "approve every invoice refund" not in later.stdout
 
 
+def test_secrets_named_in_a_prompt_are_redacted_before_the_prompt_is_stored(project: Project) -> None:
+    api_key, aws_secret, webhook = "Zq8Rk2mVn4Tp7Wx9Yb3Lc6Hd", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzK3kLm9qRt", "whsec_5Hk2Pq9Rt7Vw3Xy8Zb4Cd6Fg1Jm0Ln2Q"
+    prompt = (
+        f"The deploy fails with a 401. The api key is {api_key}, the AWS secret key is {aws_secret}, "
+        f"and the webhook signing secret {webhook} was rotated yesterday. What is wrong?"
+    )
+    (project.root / ".git").mkdir()  # a repository, where the hook finds its project
+    hook(project, event(project, "UserPromptSubmit", prompt=prompt))
+    assert turns(project) == [
+        (
+            "user",
+            "The deploy fails with a 401. The api key is [REDACTED:named_secret], the AWS secret key is "
+            "[REDACTED:named_secret], and the webhook signing secret [REDACTED:webhook_secret] was rotated yesterday. "
+            "What is wrong?",
+        )
+    ]
+    stored = journal_bytes(project)
+    assert not [secret for secret in (api_key, aws_secret, webhook) if secret.encode() in stored]
+
+
 def test_each_part_can_be_turned_off(project: Project) -> None:
     cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision")
     cli(project, "remember", "We decided the export retries back off exponentially.", "--kind", "turn", "--session", SESSION)
