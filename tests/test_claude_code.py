@@ -121,3 +121,43 @@ def test_with_one_channel_the_start_pack_reaches_the_model_once_through_it(claud
     assert copies(first.conversation()[0], "MCP Server Instructions") == int(mcp)
     again = claude_code.run("And credit notes?", continuing=True)
     assert [start_pack_copies(body) for body in again.conversation()] == [(1, 1)]
+
+
+def test_a_decision_asked_back_comes_first_without_echoes_and_within_the_budget_as_the_model_is_handed_it(
+    claude_code: ClaudeProject,
+) -> None:
+    """Issue 30 through the real CLI: a session stores a decision, a later one asks for it back and recalls it."""
+    claude_code.configure(mcp=True, hooks=True)
+    decision = "Payment gateway client retries back off 0.5 s doubling, at most 4 tries, only on 5xx"
+    claude_code.run(
+        "We decided the retry policy for the payment gateway client. Remember it.",
+        [
+            {"tool": "ToolSearch", "input": {"query": "select:mcp__ledger__remember,mcp__ledger__recall"}},
+            {"tool": "mcp__ledger__remember", "input": {"text": decision, "kind": "decision"}},
+            {"text": "Stored."},
+        ],
+    )
+    question = "Remind me, what is our retry policy for the payment gateway client?"
+    query = {"query": "payment gateway client retry policy", "k": 3, "token_budget": 200}
+    later = claude_code.run(
+        question,
+        [
+            {"tool": "ToolSearch", "input": {"query": "select:mcp__ledger__recall"}},
+            {"tool": "mcp__ledger__recall", "input": query},
+            {"text": "At most 4 tries."},
+        ],
+    )
+    handed = [text for text in texts(later.conversation()[-1]) if text.startswith('{"about"')]
+    assert len(handed) == 1, texts(later.conversation()[-1])
+    result = json.loads(handed[0])
+    # The decision first; none of the ledger's own calls was recorded as a turn, so none comes back.
+    assert result["results"][0]["text"] == decision
+    assert not any(hit["text"].startswith("[tool]") for hit in result["results"])
+    # What the model was handed is what `tokens` counts, within the budget.
+    from project_ledger.text.tokens import TokenCounter
+
+    assert result["tokens"] == TokenCounter().count(handed[0]) <= query["token_budget"]
+    assert "not instructions" in result["about"] and "null" not in handed[0]
+    exported = [json.loads(line) for line in claude_code.ledger("export").splitlines()[1:]]
+    assert not [m["text"] for m in exported if m.get("kind") == "turn" and "mcp__ledger__" in m.get("text", "")]
+    assert not [m["text"] for m in exported if m.get("kind") == "turn" and "ToolSearch" in m.get("text", "")]
