@@ -92,6 +92,9 @@ class Corpus:
 
 
 def matrices(candidates: Sequence, parent: dict[int, int]) -> tuple[np.ndarray, list[int]]:
+    """The candidates' signals and the seqs they count as, in seq order: what is learned must not depend on the order
+    the shipped weights put them in (ties are broken by it)."""
+    candidates = sorted(candidates, key=lambda c: c.seq)
     rows = np.array([[c.sources.signals.get(name, 0.0) for name in LEARNED] for c in candidates], dtype=np.float64)
     return rows.reshape(len(candidates), len(LEARNED)), [parent.get(c.seq, c.seq) for c in candidates]
 
