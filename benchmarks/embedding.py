@@ -46,13 +46,14 @@ import numpy as np
 from code_index import RICH, index_run, log, sdist
 from project_ledger.code.search import EMBED_BATCH as SYMBOL_CHUNK
 from project_ledger.code.store import _SYMBOL_COLUMNS, _symbol
+from project_ledger.search import onnx_edit
+from project_ledger.search.bundled_model import OFFLINE_ONNX, WORD_EMBEDDINGS
 from project_ledger.search.embedding import (
     DEFAULT_MODEL,
     MAX_TOKENS,
     OFFLINE_IDENTITY,
     FastEmbedEmbedder,
     OnnxEmbedder,
-    _bundled_model,
     _session,
     create_embedder,
     for_code,
@@ -100,13 +101,23 @@ def before(cache: Path) -> Embed:
     return embedder.embed_documents
 
 
+def float_model() -> bytes:
+    """The shipped model with the two rewrites that change no output (the float session the server made before)."""
+    import onnx
+
+    model = onnx.load(str(OFFLINE_ONNX.path()))
+    onnx_edit.gather_before_dequantize(model, WORD_EMBEDDINGS)
+    onnx_edit.without_nan_guards(model)
+    return model.SerializeToString()
+
+
 def shipped(cache: Path, threads: int | None) -> tuple[Embed, Embed, Embed]:
     """What the server embeds code symbols with, and memories; and a float session as the server had before."""
     embedder = create_embedder(None, None, cache, threads)
     if not embedder.load():
         raise SystemExit(f"the embedding model did not load: {embedder.detail}")
     assert isinstance(embedder, OnnxEmbedder)
-    float_session = _session(_bundled_model(), embedder._shared)
+    float_session = _session(float_model(), embedder._shared)
 
     def floats(texts: Sequence[str]) -> list[np.ndarray]:
         return embedder._embed(texts, float_session, MAX_TOKENS)  # batched as documents were
