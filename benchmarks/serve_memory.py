@@ -83,7 +83,7 @@ def smaps(pid: int, data_dir: Path) -> dict[str, float]:
                 name = "anonymous (Python, SQLite caches, ONNX weights and arena)"
             elif path.startswith(str(data_dir)):
                 name = "files under the data dir (index shards, journal)"
-            elif path.endswith(".onnx"):
+            elif path.endswith((".onnx", ".int8")):  # the prepared model's graph and token table
                 name = "model file"
             elif "onnxruntime" in path:
                 name = "onnxruntime library"
