@@ -86,3 +86,18 @@ def test_a_section_in_docs_is_written_there_with_its_links_seen_from_that_page(t
     assert readme.read_text() == "# x\n"
     with pytest.raises(SystemExit, match="has a <!-- bench:missing --> section"):
         module.replace_section("missing", body)
+
+
+def test_the_settings_tables_are_made_from_the_settings_descriptions_and_list_every_setting() -> None:
+    """`python docs/settings_table.py --write` after a change to a setting; the `all` table holds every one."""
+    spec = importlib.util.spec_from_file_location("settings_table", ROOT / "docs" / "settings_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.stale() == []
+    assert "all" in module.sections() and "hook" in module.sections()
+    from project_ledger.config import Settings
+
+    listed = (ROOT / "docs" / "reference.md").read_text()
+    assert all(f"`LEDGER_{name.upper()}`" in listed for name in Settings.model_fields)
+
