@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import select
 import statistics
 import subprocess
@@ -32,8 +31,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from performance import percentile, queries, synthetic_journal
-from readme_table import measured, publish
+import common
+from common import percentile
+from performance import queries, synthetic_journal
 
 COMMAND = [sys.executable, "-m", "project_ledger", "hook", "claude-code"]
 
@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
 
-    load_before = os.getloadavg()
+    load_before = common.load()
     with tempfile.TemporaryDirectory() as tmp:
         root = synthetic_journal(Path(tmp), args.size)
         transcript = root / "transcript.jsonl"
@@ -141,7 +141,7 @@ def main() -> None:
         errors = [line for line in log.read_text().splitlines() if " error " in line]
         if errors:
             raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0]}")
-    load_after = os.getloadavg()
+    load_after = common.load()
 
     def ms(values: list[float], p: int | None = None) -> str:
         return f"{(percentile(values, p) if p else statistics.median(values)) * 1000:.0f} ms"
@@ -166,11 +166,10 @@ def main() -> None:
             f"| for scale: `python -c pass` | {ms(times['python'])} | {ms(times['python'], 95)} | | |",
             f"| for scale: importing the ledger's CLI | {ms(times['imports'])} | {ms(times['imports'], 95)} | | |",
             "",
-            f"{args.size:,} memories, {args.runs} calls per event and setting. "
-            + measured("python benchmarks/hooks.py", load_before[0], load_after[0]),
+            f"{args.size:,} memories, {args.runs} calls per event and setting.",
         ]
     )
-    publish("hooks", table, args.write)
+    common.publish("hooks", table, args.write, command="python benchmarks/hooks.py", loads=[load_before, load_after])
 
 
 if __name__ == "__main__":

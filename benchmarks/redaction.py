@@ -32,16 +32,14 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+import common
 from project_ledger.text.redaction import TYPES, redact
-from readme_table import machine as measured_on
 
-HERE = Path(__file__).parent
-REPO = HERE.parent
+REPO = common.REPO
 FIXTURE = REPO / "tests" / "fixtures" / "secrets.json"
-CONVERSATION = HERE / "data" / "project_conversation.json"
+CONVERSATION = common.DATA / "project_conversation.json"
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 # Top-level site-packages entries left out of the corpus (a name prefix, so dist-info folders go too), and why.
 EXCLUDED = {
@@ -141,6 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
+    loads = [common.load()]
     started = time.perf_counter()
     rows, clean_fp, clean_total = fixture_rows(json.loads(FIXTURE.read_text()))
 
@@ -158,7 +157,6 @@ def main() -> None:
     def found(counts: Counter[str]) -> str:
         return ", ".join(f"{n} {kind}" for kind, n in counts.most_common()) or "none"
 
-    machine = measured_on()
     text = "\n".join(
         [
             f"Fake secrets caught ({FIXTURE.relative_to(REPO)}: random secrets of the right shape in realistic snippets):",
@@ -185,17 +183,13 @@ def main() -> None:
             f"Speed: {per_kb:.0f} µs per KB (median over corpus files of 1 KB or more), "
             f"{per_memory:.0f} µs for a 500-byte memory (median).",
             "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine} with `python benchmarks/redaction.py` ({seconds:.0f} s).",
+            f"{seconds:.0f} s.",
         ]
     )
-    print(text)
+    common.publish("redaction", text, args.write, command="python benchmarks/redaction.py", loads=[*loads, common.load()])
     print(f"\nEvery corpus hit ({len(hits)}):")
     for hit in hits:
         print(f"  [{hit.kind}] {hit.document.name}:{hit.line}: {hit.context}")
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("redaction", text)
 
 
 if __name__ == "__main__":
