@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import select
 import statistics
 import subprocess
@@ -43,8 +42,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from performance import percentile, queries, synthetic_journal
-from readme_table import measured, publish
+import common
+from common import percentile
+from performance import queries, synthetic_journal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' scripted model and session helper
 from tests.claude_code.scripted_model import ScriptedModel
@@ -219,7 +219,6 @@ def sessions(size: int, rounds: int) -> str:
     """The real Claude Code sessions' tables (see the module's docstring)."""
     if (why := missing()) is not None:
         raise SystemExit(f"no real sessions: {why}")
-    load_before = os.getloadavg()
     walls: dict[str, list[float]] = {name: [] for name in SETUPS}
     prompts: dict[tuple[str, str], list[tuple[float, bool]]] = {
         (name, when): [] for name in ("hooks only", "MCP server and hooks") for when in ("first", "later")
@@ -258,7 +257,6 @@ def sessions(size: int, rounds: int) -> str:
                 raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0]}")
     finally:
         model.stop()
-    load_after = os.getloadavg()
 
     def ms(values: list[float], p: int | None = None) -> str:
         return f"{(percentile(values, p) if p else statistics.median(values)) * 1000:,.0f} ms"
@@ -282,8 +280,7 @@ def sessions(size: int, rounds: int) -> str:
         lines.append(f"| {label} | {ms(seconds)} | {ms(seconds, 95)} | {served} of {len(found)} |")
     lines += [
         "",
-        f"Claude Code 2.1.332, {size:,} memories, {rounds} rounds. "
-        + measured("python benchmarks/hooks.py --part sessions", load_before[0], load_after[0]),
+        f"Claude Code 2.1.332, {size:,} memories, {rounds} rounds.",
     ]
     return "\n".join(lines)
 
@@ -386,14 +383,19 @@ def main() -> None:
     if args.part in ("all", "calls"):
         calls(args)
     if args.part in ("all", "sessions"):
-        publish("hooks-sessions", sessions(args.size, args.rounds), args.write)
+        load_before = common.load()
+        body = sessions(args.size, args.rounds)
+        command = "python benchmarks/hooks.py --part sessions"
+        common.publish("hooks-sessions", body, args.write, command=command, loads=[load_before, common.load()])
     if args.part in ("all", "walk"):
-        publish("hooks-walk", walk(), args.write)
+        load_before = common.load()
+        body = walk()
+        common.publish("hooks-walk", body, args.write, command="python benchmarks/hooks.py --part walk", loads=[load_before, common.load()])
 
 
 def calls(args: argparse.Namespace) -> None:
     """The hook calls' table (see the module's docstring)."""
-    load_before = os.getloadavg()
+    load_before = common.load()
     with tempfile.TemporaryDirectory() as tmp:
         root = synthetic_journal(Path(tmp), args.size)
         transcript = root / "transcript.jsonl"
@@ -435,7 +437,7 @@ def calls(args: argparse.Namespace) -> None:
         errors = [line for line in log.read_text().splitlines() if " error " in line]
         if errors:
             raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0]}")
-    load_after = os.getloadavg()
+    load_after = common.load()
 
     def ms(values: list[float], p: int | None = None) -> str:
         return f"{(percentile(values, p) if p else statistics.median(values)) * 1000:.0f} ms"
@@ -468,11 +470,10 @@ def calls(args: argparse.Namespace) -> None:
                 for n, name in enumerate(PHASE_NAMES)
             ),
             "",
-            f"{args.size:,} memories, {args.runs} calls per event and setting. "
-            + measured("python benchmarks/hooks.py", load_before[0], load_after[0]),
+            f"{args.size:,} memories, {args.runs} calls per event and setting.",
         ]
     )
-    publish("hooks", table, args.write)
+    common.publish("hooks", table, args.write, command="python benchmarks/hooks.py", loads=[load_before, load_after])
 
 
 if __name__ == "__main__":

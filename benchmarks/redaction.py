@@ -45,17 +45,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import common
 from project_ledger.text.redaction import TYPES, redact
-from readme_table import measured
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(common.REPO))
 from tests.generated_secrets import SEED, by, generate, leaked, lookalikes  # noqa: E402
 
-HERE = Path(__file__).parent
-REPO = HERE.parent
+REPO = common.REPO
 FIXTURE = REPO / "tests" / "fixtures" / "secrets.json"
-CONVERSATION = HERE / "data" / "project_conversation.json"
-LOCOMO = REPO.parent / "shared" / "data" / "locomo-dev.json"
+CONVERSATION = common.DATA / "project_conversation.json"
 MEMORY_LINES = 40  # a code file is cut into memories of this many lines
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 # Top-level site-packages entries left out of the corpus (a name prefix, so dist-info folders go too), and why.
@@ -203,9 +201,9 @@ def speed(documents: list[Document]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="write the tables into README.md")
-    parser.add_argument("--locomo", type=Path, default=LOCOMO, help="LoCoMo dev (evaluation data, never committed)")
+    parser.add_argument("--locomo", type=Path, default=common.LOCOMO_DEV, help="LoCoMo dev (evaluation data, never committed)")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    loads = [common.load()]
     started = time.perf_counter()
     rows, clean_fp, clean_total = fixture_rows(json.loads(FIXTURE.read_text()))
     shapes, phrasings, caught, generated, lookalikes_changed, lookalikes_total = generated_rows()
@@ -271,17 +269,13 @@ def main() -> None:
             f"Speed: {per_kb:.0f} µs per KB (median over corpus files of 1 KB or more), "
             f"{per_memory:.0f} µs for a 500-byte memory (median).",
             "",
-            measured("python benchmarks/redaction.py", load_before, os.getloadavg()[0]) + f" ({seconds:.0f} s)",
+            f"{seconds:.0f} s.",
         ]
     )
-    print(text)
+    common.publish("redaction", text, args.write, command="python benchmarks/redaction.py", loads=[*loads, common.load()])
     print(f"\nEvery corpus hit ({len(hits)}):")
     for hit in hits:
         print(f"  [{hit.kind}] {hit.document.name}:{hit.line}: {hit.context}")
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("redaction", text)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from detect_secrets.settings import default_settings
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "src"), str(REPO / "benchmarks")]  # the project's loaders, not installed here
-from redaction import CONVERSATION, LOCOMO, conversation_memories, locomo_memories  # noqa: E402
+import common  # noqa: E402
+from redaction import CONVERSATION, conversation_memories, locomo_memories  # noqa: E402
 from tests.generated_secrets import SEED, generate, lookalikes  # noqa: E402
 
 FOLDER = Path(tempfile.mkdtemp())
@@ -50,7 +51,7 @@ def report(name: str, scan: Callable[[str], list[str]]) -> None:
     others = lookalikes(SEED)
     flagged = sum(bool(scan(case.text)) for case in others)
     rates = []
-    for corpus, memories in ((CONVERSATION.name, conversation_memories()), (LOCOMO.name, locomo_memories(LOCOMO))):
+    for corpus, memories in ((CONVERSATION.name, conversation_memories()), (common.LOCOMO_DEV.name, locomo_memories(common.LOCOMO_DEV))):
         n = sum(bool(scan(memory)) for memory in memories)
         rates.append(f"{corpus} {n}/{len(memories)} ({n / len(memories):.2%})")
     print(

@@ -27,25 +27,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+import common
+import locomo
+import retrieval
 from project_ledger.memory.ranking import SIGNALS
 from project_ledger.search.tuning import RankingParams
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-import locomo  # noqa: E402  (sibling scripts, not a package)
-import retrieval  # noqa: E402
-
-RESULTS = retrieval.RANKING_RESULTS
 # Kept at the start's weights: `log`, `session` and `used` are in neither corpus; `outdated` is, but what it is for (no
 # outdated version above the one that replaced it) is not what R@1 + MRR measure (`retrieval.py` counts it).
 FIXED = ("log", "session", "used", "outdated")
@@ -194,6 +189,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="write results/ranking.json and the README table")
     args = parser.parse_args()
+    loads = [common.load()]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as own_tmp, tempfile.TemporaryDirectory() as locomo_tmp:
         corpora = [own_corpus(Path(own_tmp)), locomo_corpus(Path(locomo_tmp))]
@@ -223,23 +219,15 @@ def main() -> None:
         if learned != shipped:
             raise SystemExit("not written: the shipped weights are not the ones learned now")
         names = {"R@1": 0, "R@5": 1, "R@10": 2, "MRR": 3}
-        RESULTS.write_text(
-            json.dumps(
-                {
-                    "measured": f"{datetime.now(UTC):%Y-%m-%d}",
-                    "weights": shipped,
-                    "folds": f"leave one of {FOLDS} groups out: LoCoMo by conversation, the project's corpus by session",
-                    "cross_validated": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in cross.items()},
-                    "in_sample": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in in_sample.items()},
-                    "before": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in before.items()},
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-        from readme_table import replace_section
-
-        replace_section("ranking", "\n".join([*lines, "", note, "", f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/tune_fusion.py --write`."]))
+        figures = {
+            "weights": shipped,
+            "folds": f"leave one of {FOLDS} groups out: LoCoMo by conversation, the project's corpus by session",
+            "cross_validated": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in cross.items()},
+            "in_sample": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in in_sample.items()},
+            "before": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in before.items()},
+        }
+        command = "python benchmarks/tune_fusion.py --write"
+        common.publish("ranking", "\n".join([*lines, "", note]), True, command=command, loads=[*loads, common.load()], figures=figures)
 
 
 if __name__ == "__main__":

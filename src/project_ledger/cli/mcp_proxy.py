@@ -34,16 +34,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from project_ledger.cli.early_options import environment, is_on, named_data_dir, options
 from project_ledger.file_lock import FileLock
 from project_ledger.local_socket import SUPPORTED, address, settings_fingerprint, shared_server_path
-from project_ledger.project_root import DATA_DIR_NAME
 
 START_SECONDS = 60.0  # a cold server imports the SDK and opens the journal and the index first
 HELLO_SECONDS = 10.0
 REPLAY_SECONDS = 30.0
 CLOSE_SECONDS = 10.0  # after the client closes, the answers still on their way
 RETRY = -32603  # JSON-RPC internal error: what a request gets when the server died before answering it
-TRUE = ("1", "on", "t", "true", "y", "yes")  # what the settings' bool reads as true
 
 
 class Unavailable(Exception):
@@ -54,31 +53,19 @@ def shared_target(args: list[str], environ: Mapping[str, str]) -> tuple[Path, Pa
     """The (root, data dir) of `serve <args>` when it is to go through a shared server: LEDGER_SHARED_SERVER is on,
     the transport is stdio and the project is named (--root or LEDGER_ROOT) and exists. None for anything else,
     which the full CLI serves (and reports on) as before."""
-    env = {key.upper(): value for key, value in environ.items()}
-    if env.get("LEDGER_SHARED_SERVER", "").strip().lower() not in TRUE or not SUPPORTED:
+    if not is_on(environ, "LEDGER_SHARED_SERVER") or not SUPPORTED:
         return None
-    options: dict[str, str] = {}
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        name, _, value = arg.partition("=")
-        if name not in ("--root", "--data-dir", "--transport"):
-            return None
-        if not _:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        options[name] = value
-    if options.get("--transport", "stdio") != "stdio":
+    given = options(args, ("--root", "--data-dir", "--transport"))
+    if given is None or given.get("--transport", "stdio") != "stdio":
         return None
-    named = options.get("--root") or env.get("LEDGER_ROOT")
+    named = given.get("--root") or environment(environ).get("LEDGER_ROOT")
     if not named:
         return None
     root = Path(named).expanduser().resolve()
     if not root.is_dir():
         return None
-    data = options.get("--data-dir") or env.get("LEDGER_DATA_DIR")
-    data_dir = Path(data).expanduser().resolve() if data else root / DATA_DIR_NAME
+    data_dir = named_data_dir(environ, given.get("--data-dir"), root)
+    assert data_dir is not None  # named, at the latest, by the root
     return root, data_dir
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from project_ledger.cli.early_options import named_data_dir, options
 from project_ledger.hook_log import log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
@@ -45,15 +46,10 @@ ANSWER_SECONDS = 3.0
 def hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
     """The client and `--data-dir` of `hook <client> [--data-dir DIR]`; None for anything else (help, a typo),
     which the full CLI answers."""
-    if not args or args[0] not in CLIENTS:
+    given = options(args[1:], ("--data-dir",)) if args and args[0] in CLIENTS else None
+    if given is None:
         return None
-    rest, data_dir = args[1:], None
-    if len(rest) == 2 and rest[0] == "--data-dir":
-        data_dir = rest[1]
-    elif len(rest) == 1 and rest[0].startswith("--data-dir="):
-        data_dir = rest[0].split("=", 1)[1]
-    elif rest:
-        return None
+    data_dir = given.get("--data-dir")
     return args[0], Path(data_dir) if data_dir else None
 
 
@@ -62,13 +58,9 @@ def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mappin
     `.ledger` in LEDGER_ROOT or in the project of the event's folder. None when there is no project. The server
     checks it against its own reading, so a guess here can only cost the short way, never answer for another
     ledger."""
-    env = {key.upper(): value for key, value in environ.items()}
-    if option is not None:
-        return option.expanduser().resolve()
-    if env.get("LEDGER_DATA_DIR"):
-        return Path(env["LEDGER_DATA_DIR"]).expanduser().resolve()
-    if env.get("LEDGER_ROOT"):
-        return Path(env["LEDGER_ROOT"]).expanduser().resolve() / DATA_DIR_NAME
+    named = named_data_dir(environ, str(option) if option is not None else None)
+    if named is not None:
+        return named
     if not isinstance(payload, dict):
         return None
     folder = payload.get("cwd") if client == "claude-code" else (payload.get("workspace_roots") or [None])[0]

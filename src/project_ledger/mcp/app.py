@@ -40,6 +40,7 @@ from project_ledger.code.symbols import SymbolKind
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
 from project_ledger.factory import limits, open_ledger
+from project_ledger.mcp import sdk
 from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.mcp.roots import ClientRoots
@@ -447,9 +448,8 @@ def create_server(
     )
     if tools_at_start:
         register_tools(app, tools, settings.code_index)
-    lowlevel = app._lowlevel_server  # no public way to observe notifications in mcp 2.x
-    lowlevel.add_notification_handler("notifications/initialized", NotificationParams, on_initialized)
-    lowlevel.add_notification_handler("notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
+    sdk.on_notification(app, "notifications/initialized", NotificationParams, on_initialized)
+    sdk.on_notification(app, "notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
     app.middleware.append(greeted_by_request)
     app.middleware.append(StartPackChannel(handle, settings.hook_start_tokens))  # one start pack per Claude Code session
     app.middleware.append(roots)  # before the guard: a stateless client's calls must not wait for roots

@@ -30,11 +30,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types
-from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.message import SessionMessage
 
 from project_ledger.file_lock import FileLock
 from project_ledger.local_socket import listen_at, same_user, shared_server_path
+from project_ledger.mcp import sdk
 from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.stdio import screen
 
@@ -65,10 +65,9 @@ class SharedServer:
         if not await anyio.to_thread.run_sync(self._own):
             log.info("another shared server owns %s; leaving it to that one", self.path)
             return
-        lowlevel = self.app._lowlevel_server  # the SDK's own run() goes through it too; there is no public accessor
         try:
             listening = listen_at(self.path, 64)  # the lock is ours: a socket file left here is a dead server's
-            async with lowlevel.lifespan(lowlevel) as state:
+            async with sdk.lifespan(self.app) as state:
                 self._state = state
                 server = await asyncio.start_unix_server(self._session, sock=listening, limit=LINE_LIMIT)
                 log.info("shared server %d listening on %s", os.getpid(), self.path)
@@ -143,8 +142,7 @@ class SharedServer:
 
     async def _mcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One MCP session over the connection, read and written as stdio's transport does."""
-        lowlevel = self.app._lowlevel_server
-        options = lowlevel.create_initialization_options()
+        options = sdk.initialization_options(self.app)
         # this session's pack, not the one from when the server started
         options = options.model_copy(update={"instructions": await anyio.to_thread.run_sync(self.app.instructions_now)})
         incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -171,7 +169,7 @@ class SharedServer:
             tasks.start_soon(read)
             tasks.start_soon(write)
             tasks.start_soon(screen, incoming, forward, replies)
-            await serve_dual_era_loop(lowlevel, screened, replies, lifespan_state=self._state, init_options=options)
+            await sdk.serve_session(self.app, screened, replies, self._state, options)
             tasks.cancel_scope.cancel()
 
 

