@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import common
-import project_ledger.storage.journal as journal_module
+import project_ledger.storage.journal.memories as journal_memories
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.project_context import ProjectContextFile
@@ -146,10 +146,10 @@ class Replay:
             events.append((turn_time[memory["after_turn"]] + timedelta(seconds=20), "memory", memory))
         events.sort(key=lambda event: event[0])
         ids: dict[str, str] = {}
-        original = journal_module.utc_now
+        original = journal_memories.utc_now
         try:
             for moment, what, item in events:
-                journal_module.utc_now = lambda m=moment: m.isoformat(timespec="microseconds").replace("+00:00", "Z")
+                journal_memories.utc_now = lambda m=moment: m.isoformat(timespec="microseconds").replace("+00:00", "Z")
                 if what == "turn":
                     result = ledger.remember(item["text"], kind="turn", session=item["session"], role=item["role"])
                 else:
@@ -158,7 +158,7 @@ class Replay:
                     self.merged += not result.created
                 ids[item["id"]] = result.id
         finally:
-            journal_module.utc_now = original
+            journal_memories.utc_now = original
         while ledger.sync.embed_missing(256):
             pass
         ledger.sync.catch_up()
