@@ -218,11 +218,11 @@ class Pools:
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
     embedder = ledger.sync.embedder
     vectors = [embedder.embed_query(text).tolist() for text in texts]
-    candidates = [ledger.sync.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
+    candidates = [ledger.gateway.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
     fusion = RankingParams().fusion
     firsts = ledger.journal.get_by_seqs(sorted({hit.seq for c in candidates for hit in c.sparse[: fusion.feedback_hits]}))
     widened = [
-        ledger.sync.widened(ledger.sync.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
+        ledger.gateway.widened(ledger.gateway.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
         if fusion.feedback_hits and c.sparse
         else None
         for text, c, where in zip(texts, candidates, wheres, strict=True)
@@ -239,9 +239,9 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
         sorted(({hit.seq for hit in (*c.dense, *hits)} | {n for near in nb.values() for n in near}) & memories.keys())
         for c, hits, nb in zip(candidates, sparse, neighbours, strict=True)
     ]
-    cosines = [ledger.sync.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
+    cosines = [ledger.gateway.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
-        ledger.sync.coverage(ledger.sync.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
+        ledger.gateway.coverage(ledger.gateway.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
         for text, these in zip(texts, considered, strict=True)
     ]
     seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}
