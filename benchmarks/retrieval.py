@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import common
-import project_ledger.storage.journal as journal_module
+import project_ledger.storage.journal.memories as journal_memories
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.project_context import ProjectContextFile
@@ -146,10 +146,10 @@ class Replay:
             events.append((turn_time[memory["after_turn"]] + timedelta(seconds=20), "memory", memory))
         events.sort(key=lambda event: event[0])
         ids: dict[str, str] = {}
-        original = journal_module.utc_now
+        original = journal_memories.utc_now
         try:
             for moment, what, item in events:
-                journal_module.utc_now = lambda m=moment: m.isoformat(timespec="microseconds").replace("+00:00", "Z")
+                journal_memories.utc_now = lambda m=moment: m.isoformat(timespec="microseconds").replace("+00:00", "Z")
                 if what == "turn":
                     result = ledger.remember(item["text"], kind="turn", session=item["session"], role=item["role"])
                 else:
@@ -158,7 +158,7 @@ class Replay:
                     self.merged += not result.created
                 ids[item["id"]] = result.id
         finally:
-            journal_module.utc_now = original
+            journal_memories.utc_now = original
         while ledger.sync.embed_missing(256):
             pass
         ledger.sync.catch_up()
@@ -219,11 +219,11 @@ class Pools:
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
     embedder = ledger.sync.embedder
     vectors = [embedder.embed_query(text).tolist() for text in texts]
-    candidates = [ledger.sync.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
+    candidates = [ledger.gateway.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
     fusion = RankingParams().fusion
     firsts = ledger.journal.get_by_seqs(sorted({hit.seq for c in candidates for hit in c.sparse[: fusion.feedback_hits]}))
     widened = [
-        ledger.sync.widened(ledger.sync.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
+        ledger.gateway.widened(ledger.gateway.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
         if fusion.feedback_hits and c.sparse
         else None
         for text, c, where in zip(texts, candidates, wheres, strict=True)
@@ -240,9 +240,9 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
         sorted(({hit.seq for hit in (*c.dense, *hits)} | {n for near in nb.values() for n in near}) & memories.keys())
         for c, hits, nb in zip(candidates, sparse, neighbours, strict=True)
     ]
-    cosines = [ledger.sync.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
+    cosines = [ledger.gateway.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
-        ledger.sync.coverage(ledger.sync.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
+        ledger.gateway.coverage(ledger.gateway.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
         for text, these in zip(texts, considered, strict=True)
     ]
     stored = ledger.journal.get_by_seqs(list(range(1, 100_000)))
