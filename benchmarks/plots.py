@@ -113,7 +113,7 @@ def recall_at_k(results: dict[str, Any]) -> Path:
     with figure(RECALL_AT_K, "Recall@k: the ledger's ranking against its baselines", caption, panels=2) as axes:
         for ax, corpus in zip(axes, results["corpora"], strict=True):
             palette = {baseline: iter(names) for baseline, names in colours.items()}
-            for method, marker in zip(corpus["methods"], markers, strict=True):
+            for method, marker in zip(corpus["methods"], markers[: len(corpus["methods"])], strict=True):
                 ax.plot(
                     ks, method["recall_at_k"], marker=marker, markersize=4.5, color=next(palette[method["baseline"]]),
                     linestyle="--" if method["baseline"] else "-", label=method["name"],
