@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from project_ledger.cli.serve_client import data_dir_for, hook_arguments, served_output
+from project_ledger.cli.fast_path import data_dir_for, hook_arguments, served_output
 from project_ledger.local_socket import SUPPORTED, Listener, ask, settings_fingerprint, socket_path
 
 needs_unix_sockets = pytest.mark.skipif(not SUPPORTED, reason="no Unix sockets on this platform: hooks always work alone")

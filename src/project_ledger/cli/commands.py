@@ -116,7 +116,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     """
     import anyio
 
-    from project_ledger.cli.serve_socket import answering_hooks
+    from project_ledger.cli.serve_answers import answering_hooks
     from project_ledger.mcp.app import create_server
 
     if shared_server:  # started by a proxy (cli/mcp_proxy.py), which passes --root and --data-dir
@@ -190,7 +190,7 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    from project_ledger.cli.serve_client import remember_from_server
+    from project_ledger.cli.fast_path import remember_from_server
     from project_ledger.config import resolve_paths
     from project_ledger.models import RememberResult
 
@@ -239,7 +239,7 @@ def recall(
     Example:
       project-ledger recall "how do retries back off?" -k 3
     """
-    from project_ledger.cli.serve_client import recall_from_server
+    from project_ledger.cli.fast_path import recall_from_server
     from project_ledger.config import resolve_paths
     from project_ledger.memory.recall import render_results
     from project_ledger.models import RecallResult

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from project_ledger.cli.serve_client import emit
-from project_ledger.hook_log import log_hook
+from project_ledger.cli.fast_path import emit
+from project_ledger.hooks.log import log_hook
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings

@@ -31,7 +31,7 @@ from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
 from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import DATA_DIR_NAME, Settings, find_project_root
-from project_ledger.hook_log import HOOK_LOG
+from project_ledger.hooks.log import HOOK_LOG
 from project_ledger.project_root import unsuitable
 
 

@@ -3,7 +3,7 @@
 A hook is a new process on every prompt. Loading the CLI, its settings and the services, then opening the journal
 and an index slot, is most of its time; a server already has all of them open. So before any of that is loaded,
 the hook finds the project's data directory (as `serve` finds the project), and, if a server listens there, sends
-it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_socket.py`), but
+it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_answers.py`), but
 only when it runs with the same `LEDGER_*` settings and serves the data directory the hook would have used;
 otherwise it declines. No server, a stale socket, a decline, a timeout or any failure on the way: the hook does
 the work itself, with its input as it was read.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from project_ledger.cli.early_options import named_data_dir, options
-from project_ledger.hook_log import log_hook
+from project_ledger.hooks.log import log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
 from project_ledger.start_pack import kept

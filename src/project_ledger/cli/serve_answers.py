@@ -1,5 +1,5 @@
 """`serve`'s side of the short way: it answers the hooks, and CLI recalls and remembers, of the project it serves on
-its local socket (`cli/serve_client.py` is the other side).
+its local socket (`cli/fast_path.py` is the other side).
 
 While the agent's session is up, its `serve` has the journal, the index, the tokenizer and the model open. A hook
 sent here is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger,
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from project_ledger.cli.hooks import Declined, run_hook
-from project_ledger.cli.serve_client import CLIENTS
+from project_ledger.cli.fast_path import CLIENTS
 from project_ledger.errors import LedgerError
 from project_ledger.local_socket import Listener, settings_fingerprint
 
