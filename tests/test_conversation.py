@@ -1,5 +1,5 @@
-"""The pure parts of the conversation hooks (`memory/conversation.py`): reading hook input and transcripts, and
-choosing what a prompt gets."""
+"""The pure parts of the conversation hooks: reading hook input (`hooks/clients/`) and transcripts
+(`memory/transcript.py`), and choosing what a prompt gets (`memory/hook_injection.py`)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from project_ledger.memory.conversation import (
-    ESTIMATE,
-    HookInputError,
-    choose_injection,
-    hook_output,
-    parse_event,
-    read_transcript,
-    render_injection,
-    tool_line,
-)
+from project_ledger.hooks.clients.claude_code import hook_output, parse_event
+from project_ledger.hooks.event import HookInputError
+from project_ledger.memory.conversation import ESTIMATE
+from project_ledger.memory.hook_injection import choose_injection, render_injection
+from project_ledger.memory.transcript import read_transcript, tool_line
 from project_ledger.models import RecallHit
 from project_ledger.text.tokens import TokenBound, TokenCounter
 

@@ -15,7 +15,8 @@ near-duplicate check, where the command alone would open, catch up and flush an 
 A session start is answered before that, when the pack the last one printed is still what it would print
 (`start_pack.py`): SessionStart fires before the agent's server is up.
 
-Standard library only (and the project finder, which is too): importing anything more here would cost every hook.
+Standard library only (and the project finder and the clients' hook adapters, which are too): importing anything more
+here would cost every hook.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from project_ledger.cli.early_options import named_data_dir, options
+from project_ledger.hooks.clients import HOOK_CLIENTS
 from project_ledger.hooks.log import log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
 from project_ledger.start_pack import kept
 
-CLIENTS = ("claude-code", "cursor")
 # A server that has not answered by then is taken for stuck: the hook does its own work (the journal keeps a turn
 # that both store once). Above the 2 s a hook waits for the journal's write lock (LEDGER_HOOK_WAIT_SECONDS).
 ANSWER_SECONDS = 3.0
@@ -44,7 +45,7 @@ ANSWER_SECONDS = 3.0
 def hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
     """The client and `--data-dir` of `hook <client> [--data-dir DIR]`; None for anything else (help, a typo),
     which the full CLI answers."""
-    given = options(args[1:], ("--data-dir",)) if args and args[0] in CLIENTS else None
+    given = options(args[1:], ("--data-dir",)) if args and args[0] in HOOK_CLIENTS else None
     if given is None:
         return None
     data_dir = given.get("--data-dir")
@@ -59,10 +60,8 @@ def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mappin
     named = named_data_dir(environ, str(option) if option is not None else None)
     if named is not None:
         return named
-    if not isinstance(payload, dict):
-        return None
-    folder = payload.get("cwd") if client == "claude-code" else (payload.get("workspace_roots") or [None])[0]
-    if not isinstance(folder, str) or not folder:
+    folder = HOOK_CLIENTS[client].folder(payload)
+    if folder is None:
         return None
     root = from_working_directory(Path(folder)).root
     return root / DATA_DIR_NAME if root is not None else None
@@ -81,12 +80,13 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
     if data_dir is None:
         return None
     fingerprint = settings_fingerprint(environ)
-    starting = isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact"
-    if client == "claude-code" and starting:
+    adapter = HOOK_CLIENTS[client]
+    if adapter.keeps_start_pack and adapter.fresh_start(payload):
         output = kept(data_dir, fingerprint)
         if output is not None:
             elapsed = round((time.perf_counter() - started) * 1000)
-            log_hook(data_dir, f"ok SessionStart session={payload.get('session_id', '-')} {elapsed}ms kept stored=0 injected=0")
+            session = payload.get("session_id", "-")
+            log_hook(data_dir, f"ok {adapter.log_name(payload)} session={session} {elapsed}ms kept stored=0 injected=0")
             return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None

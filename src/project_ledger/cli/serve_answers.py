@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from project_ledger.cli.hooks import Declined, run_hook
-from project_ledger.cli.fast_path import CLIENTS
 from project_ledger.errors import LedgerError
+from project_ledger.hooks.clients import HOOK_CLIENTS
 from project_ledger.local_socket import Listener, settings_fingerprint
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings
-    from project_ledger.memory.conversation import HookEvent
+    from project_ledger.hooks.event import HookEvent
     from project_ledger.memory.service import LedgerService
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,8 @@ def ledger_answer(kind: str, request: dict[str, Any], served: Callable[[], Ledge
 def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
     """`{"output": ...}`: what the hook prints, the event handled and logged as the hook would have; or
     `{"declined": why}`."""
-    if request.get("client") not in CLIENTS or not isinstance(request.get("input"), str):
-        return {"error": f"a hook request needs 'client' (one of {', '.join(CLIENTS)}) and 'input' (the hook's JSON)"}
+    if request.get("client") not in HOOK_CLIENTS or not isinstance(request.get("input"), str):
+        return {"error": f"a hook request needs 'client' (one of {', '.join(HOOK_CLIENTS)}) and 'input' (the hook's JSON)"}
     option = request.get("data_dir")
     if option is not None and not isinstance(option, str):
         return {"error": "'data_dir' must be a path or null"}

@@ -21,9 +21,9 @@ from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.code.watch_state import WatchReport
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import JournalDamaged, LedgerError
+from project_ledger.hooks.clients.claude_code import EVENTS
 from project_ledger.hooks.log import HOOK_LOG
 from project_ledger.maintenance.service import MaintenanceService
-from project_ledger.memory.conversation import EVENTS
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]

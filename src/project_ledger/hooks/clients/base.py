@@ -1,0 +1,106 @@
+"""What a client's hook adapter tells the ledger (`ClientHooks`), and the pieces of input checking and configuration
+that several clients share."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+from project_ledger.hooks.event import HookEvent, HookInputError
+
+
+class ClientHooks(ABC):
+    """One client's hooks: how an event arrives and its answer goes back, where the event's project is, and the
+    block of the client's configuration that runs the ledger's hook.
+
+    An adapter reads the input its client documents; anything else is a `HookInputError` naming what is wrong."""
+
+    name: ClassVar[str]  # the command line's word for it: `hook NAME`, `config NAME --hooks`
+    title: ClassVar[str]  # how its makers call it, in messages
+    events: ClassVar[tuple[str, ...]]  # the client's own events that the ledger's hook is configured for
+    injects: ClassVar[bool]  # whether its prompt hook can hand the agent context (memories)
+    keeps_start_pack: ClassVar[bool] = False  # whether its session-start pack is kept for the next start (`start_pack`)
+    shared_file: ClassVar[bool] = False  # whether `config NAME --hooks --shared` writes a file shared with the team
+    help: ClassVar[str]  # `hook NAME --help`
+
+    @property
+    def mark(self) -> str:
+        """What every command of the ledger's hook for this client holds, which tells it from the user's own hooks."""
+        return f"project_ledger hook {self.name}"
+
+    @abstractmethod
+    def parse(self, payload: Any) -> HookEvent:
+        """The event in the decoded JSON input `payload`."""
+
+    @abstractmethod
+    def folder(self, payload: Any) -> str | None:
+        """The folder the event's project is found from, read without checking the rest of the input (the hook's
+        short way reads it before anything is parsed); None when the input names none."""
+
+    @abstractmethod
+    def render(self, event: HookEvent, context: str | None) -> str:
+        """What the hook prints for `event`, given the context the ledger has for the agent (or None)."""
+
+    def log_name(self, payload: dict[str, Any]) -> str:
+        """The event as the hooks log names it."""
+        return f"{self.name}/{payload['hook_event_name']}"
+
+    def fresh_start(self, payload: Any) -> bool:
+        """Whether `payload` starts a session afresh, so that the kept session-start pack may answer it."""
+        return False
+
+    @abstractmethod
+    def config_file(self, root: Path, shared: bool = False) -> Path:
+        """The file of the project at `root` that `config NAME --hooks` merges the hooks into."""
+
+    def config_files(self, root: Path) -> tuple[Path, ...]:
+        """Every file `config NAME --hooks` may have written (`uninstall` looks in each)."""
+        return (self.config_file(root),)
+
+    def new_config(self) -> dict[str, Any]:
+        """The hooks file's document before any hook is in it."""
+        return {}
+
+    @abstractmethod
+    def config_entries(self, command: str) -> dict[str, list[Any]]:
+        """The entries, per event, that run `command` (the ledger's hook) under the file's `hooks` key."""
+
+    @abstractmethod
+    def is_ours(self, entry: Any) -> bool:
+        """Whether an entry of the file's `hooks` lists is the ledger's."""
+
+    def config_block(self, command: str) -> dict[str, Any]:
+        """The whole document `config NAME --hooks` prints: the ledger's entries in a file of their own."""
+        return {**self.new_config(), "hooks": self.config_entries(command)}
+
+
+def input_object(payload: Any) -> dict[str, Any]:
+    if not isinstance(payload, dict):
+        raise HookInputError(f"hook input must be a JSON object, not {type(payload).__name__}")
+    return payload
+
+
+def text_field(payload: dict[str, Any], key: str, required: bool = True) -> str | None:
+    """`payload[key]`, a string (non-empty when `required`); None when it is absent and not required."""
+    value = payload.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise HookInputError(f"hook input field {key!r} must be a non-empty string")
+    return value
+
+
+# Claude Code's shape of a hooks file, which Codex reads too: per event, groups of commands (a group may have a
+# `matcher`; none matches every occurrence of the event).
+
+
+def command_groups(events: tuple[str, ...], command: str, timeout: int) -> dict[str, list[Any]]:
+    return {event: [{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}] for event in events}
+
+
+def group_runs(group: Any, mark: str) -> bool:
+    """Whether a group of commands holds one whose command line contains `mark`."""
+    return isinstance(group, dict) and any(
+        isinstance(hook, dict) and mark in str(hook.get("command", "")) for hook in group.get("hooks", []) or []
+    )
