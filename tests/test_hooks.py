@@ -306,3 +306,6 @@ def test_cursor_hooks_record_the_conversation_and_never_block_it(project: Projec
     assert cli(project, "config", "cursor", "--hooks", "--write").startswith("unchanged")
     document = json.loads((project.root / ".cursor" / "hooks.json").read_text())
     assert document["version"] == 1 and set(document["hooks"]) == {"beforeSubmitPrompt", "afterAgentResponse", "stop"}
+    doctor = {finding["check"]: finding for finding in json.loads(run_cli(project, "doctor", "--json").stdout)}
+    assert doctor["hooks"]["state"] == "warning"  # installed, and the last run (the stop without a conversation) failed
+    assert f"installed in {project.root / '.cursor' / 'hooks.json'};" in doctor["hooks"]["detail"]

@@ -25,6 +25,8 @@ class Client:
     servers_key: str  # VS Code lists servers under "servers", the others under "mcpServers"
     typed: bool  # whether entries say "type": "stdio"
     project_file: str | None  # relative to the project root; None: a per-user file
+    # How its file refers to an environment variable ({} the name); None: it has no HTTP servers (Claude Desktop).
+    env_reference: str | None = None
 
     def config_path(self, root: Path) -> Path:
         return root / self.project_file if self.project_file else claude_desktop_config()
@@ -34,9 +36,9 @@ CLIENTS = {
     client.name: client
     for client in (
         Client("claude-desktop", "mcpServers", typed=False, project_file=None),
-        Client("claude-code", "mcpServers", typed=True, project_file=".mcp.json"),
-        Client("cursor", "mcpServers", typed=False, project_file=".cursor/mcp.json"),
-        Client("vscode", "servers", typed=True, project_file=".vscode/mcp.json"),
+        Client("claude-code", "mcpServers", typed=True, project_file=".mcp.json", env_reference="${{{}}}"),
+        Client("cursor", "mcpServers", typed=False, project_file=".cursor/mcp.json", env_reference="${{env:{}}}"),
+        Client("vscode", "servers", typed=True, project_file=".vscode/mcp.json", env_reference="${{env:{}}}"),
     )
 }
 
@@ -68,20 +70,17 @@ def server_entry(client: Client, argv: list[str]) -> dict[str, Any]:
     return {**entry, "command": argv[0], "args": argv[1:]}
 
 
-# How each client's file refers to an environment variable; Claude Desktop's file has no HTTP servers at all.
-ENV_REFERENCE = {"claude-code": "${{{}}}", "cursor": "${{env:{}}}", "vscode": "${{env:{}}}"}
-
-
 def http_entry(client: Client, url: str, token_env: str) -> dict[str, Any]:
     """An entry for a server already running at `url`. The token is a reference to the environment variable
     `token_env`, which the client expands when it connects: the secret itself never lands in a file that may be
     shared or committed."""
-    if client.name not in ENV_REFERENCE:
+    if client.env_reference is None:
+        others = ", ".join(name for name, each in CLIENTS.items() if each.env_reference is not None)
         raise ConfigFileError(
             f"{client.name} reads only servers it starts itself from its file; add {url} as a connector in its settings, "
-            "or use claude-code, cursor or vscode"
+            f"or use one of {others}"
         )
-    header = "Bearer " + ENV_REFERENCE[client.name].format(token_env)
+    header = "Bearer " + client.env_reference.format(token_env)
     entry: dict[str, Any] = {"type": "http"} if client.typed else {}
     return {**entry, "url": url, "headers": {"Authorization": header}}
 

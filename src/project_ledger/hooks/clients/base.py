@@ -70,6 +70,14 @@ class ClientHooks(ABC):
     def is_ours(self, entry: Any) -> bool:
         """Whether an entry of the file's `hooks` lists is the ledger's."""
 
+    def hooked_events(self, document: Any) -> set[str]:
+        """The events of a hooks file's decoded `document` that run the ledger's hook; none when it is not the
+        documented shape."""
+        hooks = document.get("hooks") if isinstance(document, dict) else None
+        if not isinstance(hooks, dict):
+            return set()
+        return {event for event, entries in hooks.items() if isinstance(entries, list) and any(map(self.is_ours, entries))}
+
     def config_block(self, command: str) -> dict[str, Any]:
         """The whole document `config NAME --hooks` prints: the ledger's entries in a file of their own."""
         return {**self.new_config(), "hooks": self.config_entries(command)}
