@@ -74,8 +74,8 @@ ELSEWHERE = {
     "forget": "project_ledger.cli.memories:forget",
     "migrate": "project_ledger.cli.migrate:migrate",
     "inspect": "project_ledger.cli.inspect:inspect_command",
-    "tokens": "project_ledger.cli.access:tokens",
-    "audit": "project_ledger.cli.access:audit",
+    "tokens": "project_ledger.cli.access_commands:tokens",
+    "audit": "project_ledger.cli.access_commands:audit",
     "hook": "project_ledger.cli.hooks:hook_group",
     "import-transcripts": "project_ledger.cli.transcripts:import_transcripts",
     "salvage": "project_ledger.cli.salvage:salvage_command",
@@ -136,7 +136,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
         return
-    from project_ledger.cli.access import configured_token, server_access
+    from project_ledger.cli.access_commands import configured_token, server_access
     from project_ledger.cli.listening import listen
     from project_ledger.mcp.http import RateLimit, serve_http
 
@@ -379,7 +379,7 @@ def reindex(settings: Settings) -> None:
     Example:
       project-ledger reindex
     """
-    from project_ledger.cli.access import audit_local
+    from project_ledger.cli.access_commands import audit_local
 
     started = time.perf_counter()
     with opened_services(settings, index=True) as services, progress_bars() as report:
@@ -478,7 +478,7 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
       project-ledger import ledger-backup.jsonl
       gunzip -c ledger-backup.jsonl.gz | project-ledger import -
     """
-    from project_ledger.cli.access import audit_local
+    from project_ledger.cli.access_commands import audit_local
 
     try:
         size = None if str(source) == "-" else source.stat().st_size
