@@ -4,7 +4,7 @@ A server entry is the ledger's when the command it runs is `project_ledger` or `
 entries name no command: they are taken out by name only). A hook is the ledger's by its command, as `config
 --hooks` recognises its own. Every other key, server and hook is kept. A project file left with nothing but the
 empty shape `config` gave it (`{"mcpServers": {}}`, `{"hooks": {}}`, `{"version": 1}`) is deleted, and so is the
-folder it made for it (`.cursor/`, `.vscode/`, `.claude/`) when nothing else is in it; Claude Desktop's own file,
+folder it made for it (`.cursor/`, `.vscode/`, `.claude/`, `.windsurf/`) when nothing else is in it; Claude Desktop's own file,
 which holds its other settings, never is.
 """
 

@@ -52,15 +52,16 @@ def hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
     return args[0], Path(data_dir) if data_dir else None
 
 
-def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mapping[str, str]) -> Path | None:
+def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mapping[str, str], here: str | None = None) -> Path | None:
     """Where the hook's ledger is, worked out as the hook's settings would: `--data-dir`, LEDGER_DATA_DIR, else
-    `.ledger` in LEDGER_ROOT or in the project of the event's folder. None when there is no project. The server
+    `.ledger` in LEDGER_ROOT or in the project of the event's folder (`here`, the hook's own, where the client's
+    input names none; default this process's). None when there is no project. The server
     checks it against its own reading, so a guess here can only cost the short way, never answer for another
     ledger."""
     named = named_data_dir(environ, str(option) if option is not None else None)
     if named is not None:
         return named
-    folder = HOOK_CLIENTS[client].folder(payload)
+    folder = HOOK_CLIENTS[client].folder(payload, here if here is not None else os.getcwd())
     if folder is None:
         return None
     root = from_working_directory(Path(folder)).root
@@ -74,7 +75,8 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
     try:
         text = raw.decode("utf-8")
         payload = json.loads(text)
-        data_dir = data_dir_for(payload, client, option, environ)
+        here = os.getcwd()
+        data_dir = data_dir_for(payload, client, option, environ, here)
     except (ValueError, OSError):  # not JSON, not UTF-8, an unreadable folder: the full hook says what is wrong
         return None
     if data_dir is None:
@@ -90,7 +92,7 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
             return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None
-    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": fingerprint}
+    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "cwd": here, "settings": fingerprint}
     answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
     output = answer.get("output") if answer is not None else None
     return output if isinstance(output, str) else None

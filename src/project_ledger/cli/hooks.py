@@ -70,9 +70,10 @@ def opened_here(settings: Settings, event: HookEvent, data_dir: Path) -> Iterato
         services.close()
 
 
-def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener: Opener = opened_here) -> str:
-    """Handle one hook call of the client named `client_name` (one of `HOOK_CLIENTS`) on the ledger `opener` gives;
-    returns what to print (possibly nothing). Never raises, but `Declined` from the opener."""
+def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener: Opener = opened_here, here: Path | None = None) -> str:
+    """Handle one hook call of the client named `client_name` (one of `HOOK_CLIENTS`), run in the folder `here`
+    (default: this process's), on the ledger `opener` gives; returns what to print (possibly nothing). Never
+    raises, but `Declined` from the opener."""
     started = time.perf_counter()
     name, session, data_dir = "-", "-", data_dir_option
     pack_source: dict[str, Any] | None = None
@@ -89,7 +90,7 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
         except ValueError as exc:
             raise ValueError(f"hook input is not JSON ({exc})") from None
         client = HOOK_CLIENTS[client_name]
-        event = client.parse(payload)
+        event = client.parse(payload, here or Path.cwd())
         name, session = client.log_name(payload), event.session
         settings = hook_settings(data_dir_option)
         if settings.root is None:  # as `serve` finds it: a folder of a project, never the home directory or /

@@ -85,9 +85,11 @@ def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) ->
     `{"declined": why}`."""
     if request.get("client") not in HOOK_CLIENTS or not isinstance(request.get("input"), str):
         return {"error": f"a hook request needs 'client' (one of {', '.join(HOOK_CLIENTS)}) and 'input' (the hook's JSON)"}
-    option = request.get("data_dir")
+    option, here = request.get("data_dir"), request.get("cwd")
     if option is not None and not isinstance(option, str):
         return {"error": "'data_dir' must be a path or null"}
+    if here is not None and not isinstance(here, str):
+        return {"error": "'cwd' must be the hook's folder or null"}
 
     @contextmanager
     def on_the_served_ledger(_settings: Settings, _event: HookEvent, data_dir: Path) -> Iterator[tuple[LedgerService, Callable[[], None]]]:
@@ -100,7 +102,9 @@ def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) ->
         yield ledger, lambda: None  # the server's index is open, and a search catches it up first
 
     try:
-        output = run_hook(request["input"].encode(), Path(option) if option else None, request["client"], on_the_served_ledger)
+        output = run_hook(
+            request["input"].encode(), Path(option) if option else None, request["client"], on_the_served_ledger, Path(here) if here else None
+        )
     except Declined as exc:
         return {"declined": str(exc)}
     return {"output": output}

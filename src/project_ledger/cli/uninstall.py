@@ -23,8 +23,8 @@ from project_ledger.hooks.clients import HOOK_CLIENTS
 def uninstall(settings: Settings, data: bool, yes: bool) -> None:
     """Take the ledger out of this project: every server entry serving it (.mcp.json, .cursor/mcp.json,
     .vscode/mcp.json, Claude Desktop's file) and its hooks (.claude/settings.local.json, .claude/settings.json,
-    .cursor/hooks.json). Other servers, hooks and settings are kept; a file left empty is deleted. An entry for a
-    server over HTTP (`config --url`) names no project: `config CLIENT --remove --name NAME` takes it out. With
+    .cursor/hooks.json, .windsurf/hooks.json). Other servers, hooks and settings are kept; a file left empty is
+    deleted. An entry for a server over HTTP (`config --url`) names no project: `config CLIENT --remove --name NAME` takes it out. With
     --data, the data directory and project_context.md go too. The program itself is removed as it was installed.
 
     \b

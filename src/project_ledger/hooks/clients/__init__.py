@@ -9,5 +9,6 @@ from __future__ import annotations
 from project_ledger.hooks.clients.base import ClientHooks
 from project_ledger.hooks.clients.claude_code import ClaudeCode
 from project_ledger.hooks.clients.cursor import Cursor
+from project_ledger.hooks.clients.windsurf import Windsurf
 
-HOOK_CLIENTS: dict[str, ClientHooks] = {client.name: client for client in (ClaudeCode(), Cursor())}
+HOOK_CLIENTS: dict[str, ClientHooks] = {client.name: client for client in (ClaudeCode(), Cursor(), Windsurf())}

@@ -29,14 +29,16 @@ class ClientHooks(ABC):
         """What every command of the ledger's hook for this client holds, which tells it from the user's own hooks."""
         return f"project_ledger hook {self.name}"
 
+    # `here` is the folder the hook process runs in: where the project is, for a client whose input names no folder.
+
     @abstractmethod
-    def parse(self, payload: Any) -> HookEvent:
+    def parse(self, payload: Any, here: Path) -> HookEvent:
         """The event in the decoded JSON input `payload`."""
 
     @abstractmethod
-    def folder(self, payload: Any) -> str | None:
+    def folder(self, payload: Any, here: str) -> str | None:
         """The folder the event's project is found from, read without checking the rest of the input (the hook's
-        short way reads it before anything is parsed); None when the input names none."""
+        short way reads it before anything is parsed); None when the input lacks it."""
 
     @abstractmethod
     def render(self, event: HookEvent, context: str | None) -> str:
@@ -105,6 +107,11 @@ def text_field(payload: dict[str, Any], key: str, required: bool = True) -> str 
 
 def command_groups(events: tuple[str, ...], command: str, timeout: int) -> dict[str, list[Any]]:
     return {event: [{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}] for event in events}
+
+
+def entry_runs(entry: Any, mark: str) -> bool:
+    """Whether a hooks-file entry that is one command (Cursor's, Windsurf's) has a command line containing `mark`."""
+    return isinstance(entry, dict) and mark in str(entry.get("command", ""))
 
 
 def group_runs(group: Any, mark: str) -> bool:

@@ -71,10 +71,10 @@ class ClaudeCode(ClientHooks):
         | project-ledger hook claude-code
     """
 
-    def parse(self, payload: Any) -> HookEvent:
+    def parse(self, payload: Any, here: Path) -> HookEvent:
         return parse_event(payload)
 
-    def folder(self, payload: Any) -> str | None:
+    def folder(self, payload: Any, here: str) -> str | None:
         cwd = payload.get("cwd") if isinstance(payload, dict) else None
         return cwd if isinstance(cwd, str) and cwd else None
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from project_ledger.hooks.clients.base import ClientHooks, input_object
+from project_ledger.hooks.clients.base import ClientHooks, entry_runs, input_object
 from project_ledger.hooks.event import HookEvent, HookInputError
 
 EVENTS = ("beforeSubmitPrompt", "afterAgentResponse", "stop")
@@ -52,10 +52,10 @@ class Cursor(ClientHooks):
        "afterAgentResponse": [{"command": "project-ledger hook cursor"}], "stop": [{"command": "project-ledger hook cursor"}]}}
     """
 
-    def parse(self, payload: Any) -> HookEvent:
+    def parse(self, payload: Any, here: Path) -> HookEvent:
         return parse_cursor_event(payload)
 
-    def folder(self, payload: Any) -> str | None:
+    def folder(self, payload: Any, here: str) -> str | None:
         roots = payload.get("workspace_roots") if isinstance(payload, dict) else None
         return roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0] else None
 
@@ -72,4 +72,4 @@ class Cursor(ClientHooks):
         return {event: [{"command": command}] for event in EVENTS}
 
     def is_ours(self, entry: Any) -> bool:
-        return isinstance(entry, dict) and self.mark in str(entry.get("command", ""))
+        return entry_runs(entry, self.mark)
