@@ -87,7 +87,7 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
         output = kept(data_dir, fingerprint)
         if output is not None:
             elapsed = round((time.perf_counter() - started) * 1000)
-            session = payload.get("session_id", "-")
+            session = payload.get(adapter.session_key, "-")
             log_hook(data_dir, f"ok {adapter.log_name(payload)} session={session} {elapsed}ms kept stored=0 injected=0")
             return output
     # A relative --data-dir means this process's folder, not the server's.

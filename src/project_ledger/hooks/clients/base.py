@@ -19,6 +19,7 @@ class ClientHooks(ABC):
     name: ClassVar[str]  # the command line's word for it: `hook NAME`, `config NAME --hooks`
     title: ClassVar[str]  # how its makers call it, in messages
     events: ClassVar[tuple[str, ...]]  # the client's own events that the ledger's hook is configured for
+    session_key: ClassVar[str]  # the input's field that names the session
     injects: ClassVar[bool]  # whether its prompt hook can hand the agent context (memories)
     keeps_start_pack: ClassVar[bool] = False  # whether its session-start pack is kept for the next start (`start_pack`)
     shared_file: ClassVar[bool] = False  # whether `config NAME --hooks --shared` writes a file shared with the team
@@ -91,12 +92,26 @@ def input_object(payload: Any) -> dict[str, Any]:
     return payload
 
 
-def text_field(payload: dict[str, Any], key: str, required: bool = True) -> str | None:
-    """`payload[key]`, a string (non-empty when `required`); None when it is absent and not required."""
+def handled_event(payload: dict[str, Any], key: str, events: tuple[str, ...], title: str) -> str:
+    """The event `payload[key]` names, one of `events` (those the ledger's hook is configured for)."""
+    name = payload.get(key)
+    if not isinstance(name, str) or name not in events:
+        raise HookInputError(f"{title} hook event {name!r} is not handled; configure the ledger's hook for {', '.join(events)}")
+    return name
+
+
+def required_text(payload: dict[str, Any], key: str) -> str:
+    """`payload[key]`, a non-empty string."""
     value = payload.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or (required and not value.strip()):
+    if not isinstance(value, str) or not value.strip():
+        raise HookInputError(f"hook input field {key!r} must be a non-empty string")
+    return value
+
+
+def optional_text(payload: dict[str, Any], key: str) -> str | None:
+    """`payload[key]`, a string if there is one."""
+    value = payload.get(key)
+    if value is not None and not isinstance(value, str):
         raise HookInputError(f"hook input field {key!r} must be a non-empty string")
     return value
 

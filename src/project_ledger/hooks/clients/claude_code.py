@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from project_ledger.hooks.clients.base import ClientHooks, command_groups, group_runs, input_object, text_field
+from project_ledger.hooks.clients.base import ClientHooks, command_groups, group_runs, input_object, optional_text, required_text
 from project_ledger.hooks.event import EVENTS, HookEvent, HookInputError
 
 TIMEOUT_SECONDS = 10
@@ -23,19 +23,17 @@ TIMEOUT_SECONDS = 10
 def parse_event(payload: Any) -> HookEvent:
     """The hook input as documented; anything else is `HookInputError`, naming what is wrong."""
     payload = input_object(payload)
-    name, session, cwd = text_field(payload, "hook_event_name"), text_field(payload, "session_id"), text_field(payload, "cwd")
-    assert name is not None and session is not None and cwd is not None
+    name, session, cwd = required_text(payload, "hook_event_name"), required_text(payload, "session_id"), required_text(payload, "cwd")
     if name not in EVENTS:
         raise HookInputError(f"hook event {name!r} is not handled; configure the ledger's hook for {', '.join(EVENTS)}")
-    transcript = text_field(payload, "transcript_path", required=False)
-    agent = text_field(payload, "agent_transcript_path", required=False)
+    transcript, agent = optional_text(payload, "transcript_path"), optional_text(payload, "agent_transcript_path")
     return HookEvent(
         name=name,
         session=session,
         cwd=Path(cwd),
         transcript=Path(transcript) if transcript else None,
-        source=text_field(payload, "source", required=False),
-        prompt=text_field(payload, "prompt", required=name == "UserPromptSubmit"),
+        source=optional_text(payload, "source"),
+        prompt=required_text(payload, "prompt") if name == "UserPromptSubmit" else optional_text(payload, "prompt"),
         agent_transcript=Path(agent) if agent else None,
         rolls_gist=name in ("PreCompact", "SessionEnd"),
     )
@@ -59,6 +57,7 @@ class ClaudeCode(ClientHooks):
     name = "claude-code"
     title = "Claude Code"
     events = EVENTS
+    session_key = "session_id"
     injects = True
     keeps_start_pack = True
     shared_file = True

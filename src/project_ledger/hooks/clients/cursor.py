@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from project_ledger.hooks.clients.base import ClientHooks, entry_runs, input_object
+from project_ledger.hooks.clients.base import ClientHooks, entry_runs, handled_event, input_object, required_text
 from project_ledger.hooks.event import HookEvent, HookInputError
 
 EVENTS = ("beforeSubmitPrompt", "afterAgentResponse", "stop")
@@ -22,11 +22,8 @@ TEXT_FIELDS = {"beforeSubmitPrompt": "prompt", "afterAgentResponse": "text"}
 
 def parse_cursor_event(payload: Any) -> HookEvent:
     payload = input_object(payload)
-    name, session, roots = payload.get("hook_event_name"), payload.get("conversation_id"), payload.get("workspace_roots")
-    if name not in EVENTS:
-        raise HookInputError(f"Cursor hook event {name!r} is not handled; configure the ledger's hook for {', '.join(EVENTS)}")
-    if not isinstance(session, str) or not session.strip():
-        raise HookInputError("hook input field 'conversation_id' must be a non-empty string")
+    name = handled_event(payload, "hook_event_name", EVENTS, "Cursor")
+    session, roots = required_text(payload, "conversation_id"), payload.get("workspace_roots")
     if not isinstance(roots, list) or not roots or not isinstance(roots[0], str):
         raise HookInputError("hook input field 'workspace_roots' must list the workspace's folders")
     field_name = TEXT_FIELDS.get(name)
@@ -42,6 +39,7 @@ class Cursor(ClientHooks):
     name = "cursor"
     title = "Cursor"
     events = EVENTS
+    session_key = "conversation_id"
     injects = False
     help = """Handle one Cursor hook event, its JSON on stdin: beforeSubmitPrompt and afterAgentResponse record the turn,
     stop rolls the session's gist forward. Cursor's prompt hook cannot add context, so nothing is injected.

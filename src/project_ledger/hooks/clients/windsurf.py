@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from project_ledger.hooks.clients.base import ClientHooks, entry_runs, input_object
+from project_ledger.hooks.clients.base import ClientHooks, entry_runs, handled_event, input_object, required_text
 from project_ledger.hooks.event import HookEvent, HookInputError
 
 EVENTS = ("pre_user_prompt", "post_cascade_response")
@@ -23,11 +23,8 @@ TEXT_FIELDS = {"pre_user_prompt": "user_prompt", "post_cascade_response": "respo
 def parse_windsurf_event(payload: Any, folder: Path) -> HookEvent:
     """The hook input as documented, for the project found from `folder`; anything else is `HookInputError`."""
     payload = input_object(payload)
-    name, session, info = payload.get("agent_action_name"), payload.get("trajectory_id"), payload.get("tool_info")
-    if name not in EVENTS:
-        raise HookInputError(f"Windsurf hook event {name!r} is not handled; configure the ledger's hook for {', '.join(EVENTS)}")
-    if not isinstance(session, str) or not session.strip():
-        raise HookInputError("hook input field 'trajectory_id' must be a non-empty string")
+    name = handled_event(payload, "agent_action_name", EVENTS, "Windsurf")
+    session, info = required_text(payload, "trajectory_id"), payload.get("tool_info")
     field_name = TEXT_FIELDS[name]
     text = info.get(field_name) if isinstance(info, dict) else None
     if not isinstance(text, str):
@@ -41,6 +38,7 @@ class Windsurf(ClientHooks):
     name = "windsurf"
     title = "Windsurf"
     events = EVENTS
+    session_key = "trajectory_id"
     injects = False
     help = """Handle one Windsurf (Cascade) hook event, its JSON on stdin: pre_user_prompt records the prompt,
     post_cascade_response the reply, and rolls the conversation's gist forward. Windsurf's prompt hook cannot add
