@@ -3,22 +3,21 @@ table the `*_against.py` benchmarks print (a figure of each, and their ratio).""
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-HERE = Path(__file__).resolve().parent
+import common
+
 Run = TypeVar("Run")
 
 
 def git(*args: str, check: bool = True) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, cwd=HERE).stdout.strip()
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=check, cwd=common.HERE).stdout.strip()
 
 
 @contextmanager
@@ -33,9 +32,7 @@ def base_sources(base: str) -> Iterator[Path]:
             git("worktree", "remove", "--force", str(checkout), check=False)
 
 
-def table(
-    what: str, runs: dict[str, list[Any]], figures: list[tuple[str, Any]], decimals: int, how: str, command: str, loads: list[float]
-) -> str:
+def table(what: str, runs: dict[str, list[Any]], figures: list[tuple[str, Any]], decimals: int, how: str) -> str:
     """`runs` holds the base's runs, then this checkout's, by commit; each of `figures` is a row's label and what
     picks a figure in seconds out of a run (a key or an index), shown as the median in milliseconds."""
     (base, base_runs), (head, head_runs) = runs.items()
@@ -47,17 +44,7 @@ def table(
     for label, pick in figures:
         before, after = median(base_runs, pick), median(head_runs, pick)
         lines.append(f"| {label} | {before:.{decimals}f} ms | {after:.{decimals}f} ms | {after / before:.2f} |")
-    return "\n".join(
-        [
-            *lines,
-            "",
-            f"{how} Measured {time.strftime('%Y-%m-%d')}, load average {min(loads):.1f}-{max(loads):.1f}, with `{command}`.",
-        ]
-    )
-
-
-def load() -> float:
-    return os.getloadavg()[0]
+    return "\n".join([*lines, "", how])
 
 
 def interleaved(names: Sequence[str], rounds: int, measure: Callable[[str], Run], loads: list[float]) -> dict[str, list[Run]]:
@@ -67,5 +54,5 @@ def interleaved(names: Sequence[str], rounds: int, measure: Callable[[str], Run]
     for _ in range(rounds):
         for name in names:
             runs[name].append(measure(name))
-            loads.append(load())
+            loads.append(common.load())
     return runs

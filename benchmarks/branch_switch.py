@@ -38,8 +38,8 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import common
 from project_ledger.code.watch_state import WATCH_STATE_NAME, read_watch_state
-from readme_table import measured, publish
 
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 FILES = 5_000
@@ -185,18 +185,18 @@ def row(case: str, runs: list[Run]) -> str:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs of each case to take the median of")
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench", help="where the repository is kept")
+    parser.add_argument("--work", type=Path, default=common.WORK, help="where the repository is kept")
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     root = args.work / "branch-switch-5000"
-    load_before = os.getloadavg()[0]
+    load_before = common.load()
     results: dict[str, list[Run]] = {"as it comes": [], "events dropped (server stopped during the checkout)": []}
     for n in range(args.runs):
         for case, stop in zip(results, (False, True), strict=True):
             run = await one_run(root, stop)
             results[case].append(run)
             log(f"{case}, run {n + 1}: answered after {run.answered:.1f} s (first new name {run.first:.1f} s), overflow {run.overflowed}, rescans {run.rescans}")
-    load_after = os.getloadavg()[0]
+    load_after = common.load()
     lines = [
         "| case | `find_symbol` answers for the new branch, median | range | first new name | inotify queue overflowed | rescans | `git checkout` |",
         "|---|---|---|---|---|---|---|",
@@ -204,10 +204,10 @@ async def main() -> None:
         "",
         f"{FILES:,} modules changed by the checkout (a function and a class with one method each); `serve` on a fresh data directory, "
         "its first scan over and every symbol embedded before the checkout; polled every 0.1 s until all 5,000 "
-        f"`new_function_` are found and no `old_function_`. Target: {TARGET_SECONDS:.0f} s. Medians of {args.runs} runs. "
-        + measured("python benchmarks/branch_switch.py", load_before, load_after),
+        f"`new_function_` are found and no `old_function_`. Target: {TARGET_SECONDS:.0f} s. Medians of {args.runs} runs.",
     ]
-    publish("branch-switch", "\n".join(lines), args.write)
+    command = "python benchmarks/branch_switch.py"
+    common.publish("branch-switch", "\n".join(lines), args.write, command=command, loads=[load_before, load_after])
 
 
 if __name__ == "__main__":

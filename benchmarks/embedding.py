@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+import common
 from code_index import RICH, index_run, log, sdist
 from project_ledger.code.search import EMBED_BATCH as SYMBOL_CHUNK
 from project_ledger.code.store import _SYMBOL_COLUMNS, _symbol
@@ -60,11 +61,8 @@ from project_ledger.search.embedding import (
     prepare_offline_model,
 )
 from project_ledger.storage.index_sync import EMBED_BATCH as MEMORY_CHUNK
-from readme_table import replace_section
 
 CLICK = "click==8.*"
-HERE = Path(__file__).resolve().parent
-LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
 Embed = Callable[[Sequence[str]], list[np.ndarray]]
 BEFORE = "before (fastembed)"
 FLOAT = "float, 256 tokens"
@@ -84,9 +82,9 @@ def symbol_texts(root: Path, data_dir: Path, count: int) -> list[str]:
 
 
 def memory_texts(count: int) -> list[str]:
-    texts = [m["text"] for m in json.loads((HERE / "data" / "recall_corpus.json").read_text())["memories"]]
-    if LOCOMO.exists():
-        for conversation in json.loads(LOCOMO.read_text()):
+    texts = [m["text"] for m in json.loads((common.DATA / "recall_corpus.json").read_text())["memories"]]
+    if common.LOCOMO_DEV.exists():
+        for conversation in json.loads(common.LOCOMO_DEV.read_text()):
             turns = conversation["conversation"]
             for key in sorted(k for k in turns if k.startswith("session_") and isinstance(turns[k], list)):
                 texts += [f"{turn['speaker']}: {turn['text']}" for turn in turns[key]]
@@ -165,13 +163,9 @@ def same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
-def load() -> str:
-    return Path("/proc/loadavg").read_text().split()[0]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench")
+    parser.add_argument("--work", type=Path, default=common.WORK)
     parser.add_argument("--texts", type=int, default=256, help="texts per set")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="update the README's embedding section")
@@ -199,7 +193,7 @@ def main() -> None:
     for pair in ways.values():  # warm-up
         for embed in pair:
             embed(["def warm_up(self) -> None", "a first memory"])
-    loads = [load()]
+    loads = [common.load()]
     samples: dict[tuple[str, str], list[Sample]] = {}
     for run in range(args.runs):
         for set_name, (texts, chunk, is_code) in sets.items():
@@ -207,13 +201,13 @@ def main() -> None:
                 embed = for_symbols if is_code else for_memories
                 sample = timed(embed, texts, chunk)
                 samples.setdefault((set_name, way), []).append(sample)
-                log(f"run {run + 1} {set_name} / {way}: {sample.seconds:.1f} s, {sample.cpu:.1f} CPU s, load {load()}")
-        loads.append(load())
+                log(f"run {run + 1} {set_name} / {way}: {sample.seconds:.1f} s, {sample.cpu:.1f} CPU s, load {common.load():.2f}")
+        loads.append(common.load())
     starts: dict[str, list[tuple[float, float]]] = {"before": [], "shipped": []}
     for _ in range(args.runs):
         for way, times in starts.items():
             times.append(load_time(way, cache))
-    loads.append(load())
+    loads.append(common.load())
     rows = [
         "| texts | way | texts/s | texts per CPU s | CPU s per 100 texts | CPU ratio to before | smallest cosine to before |",
         "|---|---|---|---|---|---|---|",
@@ -240,14 +234,8 @@ def main() -> None:
         rows.append(
             f"| {label} | {statistics.median(t[0] for t in starts[way]):.2f} | {statistics.median(t[1] for t in starts[way]):.2f} |"
         )
-    note = (
-        f"Medians of {args.runs} interleaved runs; {os.cpu_count()} cores; load average {', '.join(loads)} "
-        "(before, after each run, after the start-up runs). `python benchmarks/embedding.py --write`."
-    )
-    table = "\n".join([*rows, "", note])
-    print(table)
-    if args.write:
-        replace_section("embedding", table)
+    note = f"Medians of {args.runs} interleaved runs; loads read before, after each run and after the start-up runs."
+    common.publish("embedding", "\n".join([*rows, "", note]), args.write, command="python benchmarks/embedding.py --write", loads=loads)
 
 
 if __name__ == "__main__":

@@ -21,19 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+import common
 from project_ledger.config import Settings
 from project_ledger.factory import open_services
 from project_ledger.memory.hook_injection import choose_injection
 from project_ledger.search.index import SearchFilter
-from readme_table import machine as measured_on
 
-HERE = Path(__file__).parent
-PROJECT = HERE / "data" / "project_conversation.json"
-LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
+PROJECT = common.DATA / "project_conversation.json"
 FLOORS = [0.2, 0.3, 0.4, 0.5, 0.6]
 
 
@@ -103,7 +100,7 @@ def locomo(tmp: Path, conversations: int) -> dict[float, dict[str, float]]:
     """Each conversation in its own ledger; the results pooled over questions."""
     pooled: dict[float, dict[str, float]] = {}
     counts = {"answerable": 0, "adversarial": 0}
-    for sample in json.loads(LOCOMO.read_text())[:conversations]:
+    for sample in json.loads(common.LOCOMO_DEV.read_text())[:conversations]:
         corpus = Corpus(tmp / sample["sample_id"])
         try:
             talk = sample["conversation"]
@@ -149,17 +146,13 @@ def main() -> None:
     parser.add_argument("--locomo-conversations", type=int, default=5, help="how many of the dev split's five (0: none)")
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
+    loads = [common.load()]
     with tempfile.TemporaryDirectory() as tmp:
         lines = table("project conversation", project_corpus(Path(tmp)), "unanswerable")
-        if args.locomo_conversations and LOCOMO.exists():
+        if args.locomo_conversations and common.LOCOMO_DEV.exists():
             lines += ["", *table(f"LoCoMo dev, {args.locomo_conversations} conversations", locomo(Path(tmp), args.locomo_conversations), "adversarial")]
-    machine = measured_on()
-    lines += ["", f"Measured {time.strftime('%Y-%m-%d')} on {machine} with `python benchmarks/hook_injection.py`."]
-    print("\n".join(lines))
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("hook-injection", "\n".join(lines))
+    loads.append(common.load())
+    common.publish("hook-injection", "\n".join(lines), args.write, command="python benchmarks/hook_injection.py", loads=loads)
 
 
 if __name__ == "__main__":

@@ -23,19 +23,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
-import numpy as np
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from readme_table import machine as measured_on
+import common
 
-HERE = Path(__file__).parent
-CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())
+CORPUS = json.loads((common.DATA / "recall_corpus.json").read_text())
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 TOKEN = "bench-" + "0f1e2d3c" * 4
 CLIENTS = (1, 4, 16)
@@ -81,7 +78,7 @@ async def seed(url: str) -> None:
         while True:  # every vector computed and indexed, so recalls are hybrid and nothing is pending
             status = (await session.call_tool("status", {})).structured_content or {}
             index, model = status["index"], status["embedding"]
-            if model["state"] == "ready" and index["lag"] == 0 and index["missing_embeddings"] == 0:
+            if model.get("state") == "ready" and index.get("lag", 0) == 0 and index.get("missing_embeddings", 0) == 0:
                 return
             await anyio.sleep(0.2)
 
@@ -124,6 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="update the README's table")
     args = parser.parse_args()
+    loads = [common.load()]
     rows = [
         "| clients | calls/s | remember p50 / p95 | recall p50 / p95 |",
         "|---|---|---|---|",
@@ -133,25 +131,20 @@ def main() -> None:
         rate, latencies = runs[len(runs) // 2]
         spread = ", ".join(f"{r[0]:.0f}" for r in runs)
 
-        p50, p95 = ({tool: f"{np.percentile(values, q) * 1000:.0f} ms" for tool, values in latencies.items()} for q in (50, 95))
+        p50, p95 = ({tool: f"{common.percentile(values, q) * 1000:.0f} ms" for tool, values in latencies.items()} for q in (50, 95))
         rows.append(f"| {clients} | {rate:.0f} (runs: {spread}) | {p50['remember']} / {p95['remember']} | {p50['recall']} / {p95['recall']} |")
         print(rows[-1], flush=True)
-    machine = measured_on()
+    loads.append(common.load())
     text = "\n".join(
         [
             *rows,
             "",
             f"Each client makes {CALLS} calls, remember and recall alternating, on its own MCP session over loopback with a bearer "
             f"token; the ledger starts with the {len(CORPUS['memories'])} corpus memories embedded. Median of {REPEATS} runs by "
-            f"throughput. Measured {datetime.now(UTC):%Y-%m-%d} on {machine} (a shared machine: expect noise), "
-            "with `python benchmarks/http_load.py`.",
+            "throughput.",
         ]
     )
-    print(text)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("http-load", text)
+    common.publish("http-load", text, args.write, command="python benchmarks/http_load.py", loads=loads)
 
 
 if __name__ == "__main__":

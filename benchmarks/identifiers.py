@@ -17,16 +17,13 @@ import argparse
 import random
 import statistics
 import string
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from locomo import open_bench_ledger  # noqa: E402  (a sibling script, not a package)
+import common
+from locomo import open_bench_ledger
 
 PER_SHAPE = 100
 ASKED_PER_SHAPE = 12
@@ -105,6 +102,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     notes, queries = corpus()
+    loads = [common.load()]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         ledger = open_bench_ledger(Path(tmp))
@@ -139,15 +137,10 @@ def main() -> None:
             "",
             *lines,
             "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/identifiers.py` ({seconds / 60:.1f} min, "
-            f"load {Path('/proc/loadavg').read_text().split()[0]}).",
+            f"{seconds / 60:.1f} min.",
         ]
     )
-    print(text)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("identifiers", text)
+    common.publish("identifiers", text, args.write, command="python benchmarks/identifiers.py", loads=[*loads, common.load()])
 
 
 if __name__ == "__main__":

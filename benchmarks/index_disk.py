@@ -30,10 +30,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import common
 from project_ledger.search.edge_index import EdgeIndex, create_bytes, load_bytes, write_bytes
 from project_ledger.search.index import MEMORY_PAYLOAD, IndexDoc
 from project_ledger.search.sparse import SparseEncoder
-from readme_table import measured, publish
 
 DIM = 384
 MB = 2**20
@@ -166,7 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    load_before = common.load()
     with scratch_disk() as (folder, where):
         rows = run(folder)
     lines = [
@@ -177,8 +177,8 @@ def main() -> None:
         most = max(end, peak)
         ratio = f"{margin / most:.1f}×" if most >= MB // 10 else "(under 0.1 MB allocated)"
         lines.append(f"| {label} | {max(end, 0) / MB:.2f} | {peak / MB:.2f} | {margin / MB:.2f} | {ratio} |")
-    body = "\n".join(lines) + (f"\n\nOn {where}. " + measured("python benchmarks/index_disk.py", load_before, os.getloadavg()[0]))
-    publish("index-disk", body, args.write)
+    body = "\n".join(lines) + f"\n\nOn {where}."
+    common.publish("index-disk", body, args.write, command="python benchmarks/index_disk.py", loads=[load_before, common.load()])
     short = [label for label, end, peak, margin in rows if margin < max(end, peak)]
     if short:
         raise SystemExit(f"a margin is short of what the engine allocated: {', '.join(short)}")

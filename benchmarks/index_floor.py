@@ -20,12 +20,12 @@ import statistics
 import time
 from pathlib import Path
 
+import common
 from code_index import DJANGO, ctags_run, go_tree, rust_tree, sdist, tree_label
 from project_ledger.code.languages import Grammars
 from project_ledger.code.source_files import IgnoreRules, Skipped, walk
 from project_ledger.code.symbols import plans
 from project_ledger.config import Settings
-from readme_table import machine, publish
 
 
 def floor(root: Path, runs: int, scratch: Path) -> tuple[int, float, float, float]:
@@ -55,7 +55,7 @@ def floor(root: Path, runs: int, scratch: Path) -> tuple[int, float, float, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench", help="downloads and trees")
+    parser.add_argument("--work", type=Path, default=common.WORK, help="downloads and trees")
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     work = args.work.expanduser().resolve()
@@ -65,7 +65,7 @@ def main() -> None:
     trees = [(tree_label(root), root, "3×") for root in [sdist(work, DJANGO)] if root]
     trees += [(f"Go std ({root.name})", root, "4×") for root in [go_tree(work)] if root]
     trees += [(f"Rust crates ({root.name})", root, "4×") for root in [rust_tree(work)] if root]
-    load = os.getloadavg()[0]
+    load = common.load()
     lines = [
         (
             f"| tree | files | parse, CPU s | parse + tags query, CPU s | ctags, wall s | parse + query / ctags | "
@@ -79,14 +79,8 @@ def main() -> None:
             f"| {label} | {files:,} | {parse:.2f} | {match:.2f} | {ctags:.2f} | {match / ctags:.1f}× | {match / ctags / cores:.1f}× | "
             f"≤ {target} |"
         )
-    lines += [
-        "",
-        (
-            f"Medians of {args.runs} runs, one thread, measured {time.strftime('%Y-%m-%d')} on {machine()} with "
-            f"`python benchmarks/index_floor.py`; 1-minute load {load:.1f} before, {os.getloadavg()[0]:.1f} after."
-        ),
-    ]
-    publish("index-floor", "\n".join(lines), args.write)
+    lines += ["", f"Medians of {args.runs} runs, one thread."]
+    common.publish("index-floor", "\n".join(lines), args.write, command="python benchmarks/index_floor.py", loads=[load, common.load()])
 
 
 if __name__ == "__main__":

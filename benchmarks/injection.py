@@ -18,20 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
-from readme_table import replace_section
-
+import common
 from project_ledger.text.injection import looks_like_instructions
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-LOCOMO = REPO.parent / "shared" / "data" / "locomo-dev.json"
+HERE, REPO = common.HERE, common.REPO
 
 
 def locomo_turns(path: Path) -> list[str]:
@@ -62,8 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true", help="update the README's table")
     args = parser.parse_args()
+    loads = [common.load()]
     corpora = {
-        "LoCoMo dev turns": locomo_turns(LOCOMO),
+        "LoCoMo dev turns": locomo_turns(common.LOCOMO_DEV),
         "project memories and turns": project_texts(),
         "README and src/ lines": repository_lines(),
     }
@@ -84,16 +80,12 @@ def main() -> None:
             "|---|---|---|---|",
             *rows,
             "",
-            f"Median {statistics.median(timings) * 1e6:.1f} µs per text. Measured {date.today()} on {platform.machine()}, "
-            f"Python {platform.python_version()}, with `python benchmarks/injection.py`; the flagged texts are printed below "
-            "the table.",
+            f"Median {statistics.median(timings) * 1e6:.1f} µs per text; the flagged texts are printed below the table.",
         ]
     )
-    print(table)
+    common.publish("injection", table, args.write, command="python benchmarks/injection.py", loads=[*loads, common.load()])
     for name, text in hits:
         print(f"{name}: {text[:160]!r}", file=sys.stderr)
-    if args.write:
-        replace_section("injection", table)
 
 
 if __name__ == "__main__":

@@ -32,17 +32,16 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
+import common
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.capture import propose
 from project_ledger.memory.service import LedgerService
 from retrieval import CONVERSATION, Question, Replay, questions_of, score
 
-HERE = Path(__file__).parent
-LABELS = HERE / "data" / "capture_labels.json"
+LABELS = common.DATA / "capture_labels.json"
 KINDS = ("decision", "definition", "constraint", "todo")
 TUNED_ON = 6  # sessions s01-s06
 BUDGETS = (600, 1200)
@@ -87,15 +86,16 @@ def squash(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="write the tables into README.md, results/layered_memory.json and the figure")
-    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from results/layered_memory.json without a run")
+    parser.add_argument("--write", action="store_true", help="write the tables into README.md, results/layered-memory.json and the figure")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from results/layered-memory.json without a run")
     args = parser.parse_args()
     if args.write or args.plot_only:
         import plots  # before the run: without matplotlib (the `bench` extra) a run that is to be written stops here
 
         if args.plot_only:
-            print(plots.gist_compression(plots.load_results("layered_memory")))
+            print(plots.gist_compression(common.load_results("layered-memory")))
             return
+    loads = [common.load()]
     data = json.loads(CONVERSATION.read_text())
     labels = json.loads(LABELS.read_text())["labels"]
     started = time.perf_counter()
@@ -172,24 +172,17 @@ def main() -> None:
             f"Recall after compaction: R@10 {before:.3f} before any gist, {after:.3f} with every session gisted "
             f"({len(questions)} questions, k=10, no floor; target: the same).",
             "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/layered_memory.py` ({seconds:.0f} s).",
+            f"{seconds:.0f} s.",
         ]
     )
-    print(text)
+    loads.append(common.load())
+    command = "python benchmarks/layered_memory.py"
+    figures = {"max_tokens": min(BUDGETS), "sessions": gists, "recall_at_10": {"before": before, "after": after}}
     if args.write:
-        from readme_table import replace_section
-
-        plots.save_results(
-            "layered_memory",
-            {
-                "measured": f"{datetime.now(UTC):%Y-%m-%d}",
-                "max_tokens": min(BUDGETS),
-                "sessions": gists,
-                "recall_at_10": {"before": before, "after": after},
-            },
-        )
-        figure = plots.gist_compression(plots.load_results("layered_memory"))
-        replace_section("layered-memory", text + "\n\n" + plots.image_link("Raw turn tokens against gist tokens per session", figure))
+        common.save_results("layered-memory", figures, command=command, loads=loads)
+        figure = plots.gist_compression(common.load_results("layered-memory"))
+        text += "\n\n" + plots.image_link("Raw turn tokens against gist tokens per session", figure)
+    common.publish("layered-memory", text, args.write, command=command, loads=loads, figures=figures)
 
 
 if __name__ == "__main__":

@@ -29,26 +29,23 @@ import hashlib
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+import common
+from plain_bm25 import PlainBm25
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.service import LedgerService
 from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import RankingParams
+from retrieval import Pools, cross_validated, pools, ranked_candidates
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from plain_bm25 import PlainBm25  # noqa: E402  (sibling scripts, not a package)
-from retrieval import Pools, cross_validated, pools, ranked_candidates  # noqa: E402
-
-DATA = HERE.parent.parent / "shared" / "data" / "locomo-dev.json"
+HERE = common.HERE
+DATA = common.LOCOMO_DEV
 CACHE = Path(tempfile.gettempdir()) / "project-ledger-bench-locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (1, 5, 10, 20)
@@ -273,6 +270,7 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="store the turns again instead of using the cached journal")
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
+    loads = [common.load()]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         bench = Locomo(args.data, Path(tmp), args.fresh)
@@ -291,21 +289,10 @@ def main() -> None:
             cross_validated("LoCoMo dev"),
             "",
             f"Reference (data README): a plain BM25 with stemming and stop words scores {REFERENCE_BM25} on these turns.",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/locomo.py` ({seconds / 60:.1f} min, load {_load()}).",
+            f"{seconds / 60:.1f} min.",
         ]
     )
-    print(text)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("locomo", text)
-
-
-def _load() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().split()[0]
-    except OSError:
-        return "unknown"
+    common.publish("locomo", text, args.write, command="python benchmarks/locomo.py", loads=[*loads, common.load()])
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import resource
 import statistics
 import subprocess
@@ -32,8 +31,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent))
+import common
+
+common.on_path(common.REPO)  # the repository's tests package holds the texts
+
+from tests.pathological import SIZE, pathological_texts  # noqa: E402
+from tests.test_regex_bounds import PATTERNS  # noqa: E402
 
 from project_ledger.code.languages import Grammars  # noqa: E402
 from project_ledger.code.parsing import parse_file  # noqa: E402
@@ -42,9 +45,6 @@ from project_ledger.factory import open_ledger  # noqa: E402
 from project_ledger.memory.capture import propose  # noqa: E402
 from project_ledger.text.injection import looks_like_instructions  # noqa: E402
 from project_ledger.text.redaction import redact  # noqa: E402
-from readme_table import measured, publish  # noqa: E402
-from tests.pathological import SIZE, pathological_texts  # noqa: E402
-from tests.test_regex_bounds import PATTERNS  # noqa: E402
 
 TARGET_SECONDS = 2.0
 HOOKED = 20
@@ -90,7 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true", help="update the README's table")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    load_before = common.load()
     logging.getLogger("project_ledger.text").setLevel(logging.ERROR)  # counted below instead
     corpus = texts()
     cut_short = sum(1 for text in corpus if redact(text).cut_short)
@@ -129,10 +129,10 @@ def main() -> None:
             "",
             f"{len(corpus):,} texts of up to 64 KiB from `tests/pathological.py`, built from the words of "
             f"{len(PATTERNS)} patterns; {cut_short} of them cut a secret scan short (its 0.5 s budget or its read "
-            "limit), and were redacted around every secret-like word instead. " + measured("python benchmarks/pathological.py", load_before, os.getloadavg()[0]),
+            "limit), and were redacted around every secret-like word instead.",
         ]
     )
-    publish("pathological", body, args.write)
+    common.publish("pathological", body, args.write, command="python benchmarks/pathological.py", loads=[load_before, common.load()])
 
 
 if __name__ == "__main__":

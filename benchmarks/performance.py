@@ -39,23 +39,19 @@ import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import common
+from common import percentile
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.search.embedding import create_embedder, to_bytes
 from project_ledger.storage.index_sync import GRAPH_MIN_POINTS
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
-from readme_table import machine as measured_on
 
-HERE = Path(__file__).parent
-CORPUS = json.loads((HERE / "data" / "recall_corpus.json").read_text())
-CONVERSATION = json.loads((HERE / "data" / "project_conversation.json").read_text())
+CORPUS = json.loads((common.DATA / "recall_corpus.json").read_text())
+CONVERSATION = json.loads((common.DATA / "project_conversation.json").read_text())
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 REMEMBERS = 100  # `remember` calls timed at each size
-
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.array(values), q))
 
 
 def ms(seconds: float) -> str:
@@ -202,8 +198,9 @@ async def settle(session: ClientSession) -> None:
     """Until background work is done: index caught up, and graphs built where the index is large enough."""
     while True:
         index = (await session.call_tool("status", {})).structured_content["index"]
-        graphs_due = index["points"] >= GRAPH_MIN_POINTS and not any("graphs built" in e for e in index["events"])
-        if index["compaction"] is None and index["lag"] == 0 and not graphs_due:
+        # A lean status leaves out what is zero, empty or None (mcp/app.py).
+        graphs_due = index.get("points", 0) >= GRAPH_MIN_POINTS and not any("graphs built" in e for e in index.get("events", []))
+        if index.get("compaction") is None and index.get("lag", 0) == 0 and not graphs_due:
             return
         await anyio.sleep(1)
 
@@ -242,19 +239,8 @@ async def stdio_recall(root: Path) -> dict[str, float]:
 
 def rss_of_children() -> float:
     """Resident memory of the `project-ledger serve` process this benchmark started, in MB."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if int((proc / "stat").read_text().split()[3]) != os.getpid():
-                continue
-            status = (proc / "status").read_text()
-        except (OSError, ValueError, IndexError):
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    started = common.children(os.getpid())
+    return common.status_mb(started[0]) if started else float("nan")
 
 
 def main() -> None:
@@ -268,7 +254,7 @@ def main() -> None:
         import plots  # before the run: without matplotlib (the `bench` extra) a run that is to be written stops here
 
         if args.plot_only:
-            print(plots.latency_vs_size(plots.load_results("performance")))
+            print(plots.latency_vs_size(common.load_results("performance")))
             return
 
     load_at_start = os.getloadavg()
@@ -308,37 +294,15 @@ def main() -> None:
             ),
             (f"server resident memory after recalls, {label}", f"{remote['rss_mb']:.0f} MB"),
         ]
-    machine = measured_on()
     load_at_end = os.getloadavg()
-    table = "\n".join(
-        [
-            "| measure | result |",
-            "|---|---|",
-            *(f"| {name} | {value} |" for name, value in rows),
-            "",
-            (
-                f"Measured {time.strftime('%Y-%m-%d')} on {machine} (a shared machine: expect noise), load average "
-                f"{load_at_start[0]:.1f} before and {load_at_end[0]:.1f} after, with `python benchmarks/performance.py`."
-            ),
-        ]
-    )
-    print(table)
+    table = "\n".join(["| measure | result |", "|---|---|", *(f"| {name} | {value} |" for name, value in rows)])
+    command, loads = "python benchmarks/performance.py", [load_at_start[0], load_at_end[0]]
+    figures = {"load_average": {"start": load_at_start, "end": load_at_end}, "cold_start": start, "remember": writes, "sizes": per_size}
     if args.write:
-        from readme_table import replace_section
-
-        plots.save_results(
-            "performance",
-            {
-                "measured": time.strftime("%Y-%m-%d"),
-                "machine": machine,
-                "load_average": {"start": load_at_start, "end": load_at_end},
-                "cold_start": start,
-                "remember": writes,
-                "sizes": per_size,
-            },
-        )
-        figure = plots.latency_vs_size(plots.load_results("performance"))
-        replace_section("performance", table + "\n\n" + plots.image_link("Recall and remember latency against ledger size", figure))
+        common.save_results("performance", figures, command=command, loads=loads)
+        figure = plots.latency_vs_size(common.load_results("performance"))
+        table += "\n\n" + plots.image_link("Recall and remember latency against ledger size", figure)
+    common.publish("performance", table, args.write, command=command, loads=loads, figures=figures)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The README's benchmark figures, drawn from the raw results the benchmarks save.
 
-A benchmark run with `--write` keeps its numbers in `benchmarks/results/NAME.json` and draws its
-figure into `docs/bench/` from that file alone, so `--plot-only` can redraw a figure (a style change,
+A benchmark run with `--write` keeps its numbers in `benchmarks/results/NAME.json` (`common.save_results`) and draws
+its figure into `docs/bench/` from that file alone, so `--plot-only` can redraw a figure (a style change,
 a label) without the minutes a run takes, and the committed JSON says exactly what a plot shows.
 
 matplotlib is the optional `bench` extra (`pip install -e '.[bench]'`): only this module imports it,
@@ -12,8 +12,6 @@ Agg canvas, never through pyplot's global state, in matplotlib's colour-blind-sa
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,23 +31,6 @@ RECALL_AT_K = FIGURES / "recall-at-k.png"
 GIST_COMPRESSION = FIGURES / "gist-compression.png"
 DPI = 110
 RC = {"font.size": 10, "axes.titlesize": 11, "axes.grid": True, "grid.alpha": 0.35, "axes.spines.top": False, "axes.spines.right": False}
-
-
-def save_results(name: str, results: dict[str, Any]) -> Path:
-    """Write `results/NAME.json` through a `.tmp` file, so a run stopped midway leaves the previous results whole."""
-    path = RESULTS / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.tmp")
-    partial.write_text(json.dumps(results, indent=2) + "\n")
-    os.replace(partial, path)
-    return path
-
-
-def load_results(name: str) -> dict[str, Any]:
-    path = RESULTS / f"{name}.json"
-    if not path.exists():
-        raise SystemExit(f"{path.relative_to(ROOT)} is missing: run the benchmark with --write first")
-    return json.loads(path.read_text())
 
 
 def image_link(alt: str, figure: Path) -> str:

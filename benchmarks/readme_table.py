@@ -8,28 +8,13 @@ as from the README; in a page under docs/ they are rewritten relative to that pa
 from __future__ import annotations
 
 import os
-import platform
 import re
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
 _LINK = re.compile(r"(\]\()(?!https?:|#|/)([^)\s]+)(\))")  # a relative link's target: ](path) or ](path#anchor)
-
-
-def machine() -> str:
-    """What a figure was measured on, for a benchmark's footer."""
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
-
-
-def measured(command: str, load_before: float, load_after: float) -> str:
-    """A footer's last sentence: when, where, under what load and with which command a table was measured."""
-    return (
-        f"Measured {time.strftime('%Y-%m-%d')} on {machine()} (shared; load average {load_before:.1f} before, "
-        f"{load_after:.1f} after), with `{command}`."
-    )
 
 
 def replace_section(name: str, body: str) -> Path:
@@ -49,10 +34,3 @@ def relinked(body: str, page: Path) -> str:
     if page.parent == ROOT:
         return body
     return _LINK.sub(lambda m: m.group(1) + os.path.relpath(ROOT / m.group(2), page.parent) + m.group(3), body)
-
-
-def publish(name: str, body: str, write: bool) -> None:
-    """Print a benchmark's section, and with `write` put it in the page that holds its markers."""
-    print(body)
-    if write:
-        replace_section(name, body)

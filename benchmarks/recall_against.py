@@ -23,12 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from against import base_sources, git, interleaved, load, table
+import common
+from against import base_sources, git, interleaved, table
 from performance import synthetic_journal
-from readme_table import publish
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
+SRC = common.REPO / "src"
 # The journal is filled once, its vectors labelled with the model identity of the code that filled it. Each version
 # relabels its copy with its own identity first: a version that found none of its own would search without dense
 # vectors, and look faster than it is (as 3d6db1b did against memories' new identity: 2-3x apart).
@@ -52,7 +51,7 @@ def one_run(src: Path, root: Path) -> dict[str, float]:
     """`in_process_recall` on `root` with the code in `src`, in a process of its own."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}, "PYTHONPATH": str(src)}
     done = subprocess.run(
-        [sys.executable, "-c", RUN, str(HERE), str(root)], env=env, capture_output=True, text=True, timeout=1800, check=False
+        [sys.executable, "-c", RUN, str(common.HERE), str(root)], env=env, capture_output=True, text=True, timeout=1800, check=False
     )
     if done.returncode != 0:
         raise SystemExit(f"the run with {src} failed: {done.stderr.strip()[-800:]}")
@@ -67,7 +66,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     base, head = git("rev-parse", "--short", args.base), git("rev-parse", "--short", "HEAD")
-    loads = [load()]
+    loads = [common.load()]
     with tempfile.TemporaryDirectory() as tmp, base_sources(base) as base_src:
         work = Path(tmp)
         synthetic_journal(work / "journal", args.size)
@@ -80,8 +79,9 @@ def main() -> None:
     figures = [(f"{key}, median of {args.runs} runs", key) for key in ("p50", "p95")]
     what = f"recall at {args.size:,} memories, in-process, no query embedding"
     how = "Runs interleaved, each in a fresh process."
-    table_text = table(what, runs, figures, 1, how, f"python benchmarks/recall_against.py --base {args.base}", loads)
-    publish("recall-against", table_text, args.write)
+    table_text = table(what, runs, figures, 1, how)
+    command = f"python benchmarks/recall_against.py --base {args.base}"
+    common.publish("recall-against", table_text, args.write, command=command, loads=loads)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import common
 import project_ledger.storage.journal as journal_module
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
@@ -52,11 +53,11 @@ from project_ledger.search.tuning import CandidateParams, FusionParams, RankingP
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
 from project_ledger.text.time_words import asks_for_time
 
-HERE = Path(__file__).parent
-CONVERSATION = HERE / "data" / "project_conversation.json"
-OLD_CORPUS = HERE / "data" / "recall_corpus.json"
-PAIRS = HERE / "data" / "cleanliness_pairs.json"
-RANKING_RESULTS = HERE / "results" / "ranking.json"  # the learned weights' cross-validated figures (`tune_fusion.py`)
+HERE = common.HERE
+CONVERSATION = common.DATA / "project_conversation.json"
+OLD_CORPUS = common.DATA / "recall_corpus.json"
+PAIRS = common.DATA / "cleanliness_pairs.json"
+RANKING_RESULTS = common.RESULTS / "ranking.json"  # the learned weights' cross-validated figures (`tune_fusion.py`)
 POOL = 50  # candidates fetched per leg; the tuned setting uses fewer
 CATEGORIES = ("early-fact", "current-decision", "identifier", "paraphrase", "two-turn", "temporal")
 BUDGETS = (1000, 2000, 4000)
@@ -422,9 +423,10 @@ def main() -> None:
         import plots  # before the run: without matplotlib (the `bench` extra) a run that is to be written stops here
 
         if args.plot_only:
-            print(plots.recall_at_k(plots.load_results("retrieval")))
+            print(plots.recall_at_k(common.load_results("retrieval")))
             return
     data = json.loads(CONVERSATION.read_text())
+    loads = [common.load()]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         ledger = open_ledger(Settings(root=Path(tmp), data_dir=Path(tmp) / "data", code_index=False), Path(tmp))
@@ -497,27 +499,23 @@ def main() -> None:
             "|---|---|---|---|---|",
             *held_out,
             "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/retrieval.py` ({seconds / 60:.0f} min).",
+            f"{seconds / 60:.0f} min.",
         ]
     )
-    print(text)
+    command, loads = "python benchmarks/retrieval.py", [*loads, common.load()]
+    figures = {
+        "ks": list(KS),
+        "chosen": f"learned signal weights (search/tuning.py); relevance floor {final.floor:.2f}",
+        "corpora": [
+            {"title": f"Project conversation ({len(questions)} questions)", "methods": curves},
+            {"title": f"Held-out synthetic corpus ({OLD_CORPUS.name})", "methods": held_out_curves},
+        ],
+    }
     if args.write:
-        from readme_table import replace_section
-
-        plots.save_results(
-            "retrieval",
-            {
-                "measured": f"{datetime.now(UTC):%Y-%m-%d}",
-                "ks": list(KS),
-                "chosen": f"learned signal weights (search/tuning.py); relevance floor {final.floor:.2f}",
-                "corpora": [
-                    {"title": f"Project conversation ({len(questions)} questions)", "methods": curves},
-                    {"title": f"Held-out synthetic corpus ({OLD_CORPUS.name})", "methods": held_out_curves},
-                ],
-            },
-        )
-        figure = plots.recall_at_k(plots.load_results("retrieval"))
-        replace_section("retrieval", text + "\n\n" + plots.image_link("Recall@k of the ledger's ranking against its baselines", figure))
+        common.save_results("retrieval", figures, command=command, loads=loads)
+        figure = plots.recall_at_k(common.load_results("retrieval"))
+        text += "\n\n" + plots.image_link("Recall@k of the ledger's ranking against its baselines", figure)
+    common.publish("retrieval", text, args.write, command=command, loads=loads, figures=figures)
 
 
 if __name__ == "__main__":

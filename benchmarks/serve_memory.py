@@ -37,8 +37,9 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import common
 from code_index import DJANGO, EXECUTABLE, RICH, log, sdist, server_pid, until_scanned
-from readme_table import replace_section
+from common import status_mb
 
 PROBE = r"""
 import json, os, sys
@@ -94,13 +95,6 @@ def smaps(pid: int, data_dir: Path) -> dict[str, float]:
         elif fields and fields[0] == "Rss:":
             groups[name] = groups.get(name, 0.0) + int(fields[1]) / 1024
     return groups
-
-
-def status_mb(pid: int, field: str) -> float:
-    return (
-        next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith(field))
-        / 1024
-    )
 
 
 def params(root: Path, data_dir: Path | None) -> StdioServerParameters:
@@ -188,7 +182,7 @@ def main() -> None:
     from embedding import symbol_texts
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "project-ledger-bench")
+    parser.add_argument("--work", type=Path, default=common.WORK)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--django-seconds", type=float, default=120)
@@ -200,12 +194,12 @@ def main() -> None:
     rich = sdist(args.work, RICH) if args.only is None else None
     if args.only is None and rich is None:
         raise SystemExit("the rich sdist is needed (pip download failed)")
-    loads = [Path("/proc/loadavg").read_text().split()[0]]
+    loads = [common.load()]
     lines = table(f"{args.memories:,} memories", *asyncio.run(memories_breakdown(args.work, args.memories)))
     log("10k done")
     if args.only == "memories":
-        loads.append(Path("/proc/loadavg").read_text().split()[0])
-        print("\n".join([*lines, f"Load average {', '.join(loads)} (before, after)."]))
+        loads.append(common.load())
+        print("\n".join([*lines, "", common.footer("python benchmarks/serve_memory.py --only memories", loads)]))
         return
     assert rich is not None
     lines += table(f"code index of {rich.name}", *asyncio.run(code_breakdown(rich, args.work / "serve-memory-data", None)))
@@ -225,16 +219,12 @@ def main() -> None:
         for way, samples in runs.items():
             samples.append(model_alone(texts_file, cache, way))
             log(f"model alone, {way}: {samples[-1]}")
-    loads.append(Path("/proc/loadavg").read_text().split()[0])
+    loads.append(common.load())
     steps = list(runs["shipped"][0])
     lines += ["| the model alone, resident MB | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
     for way, label in WAYS.items():
         lines.append(f"| {label} | " + " | ".join(f"{statistics.median(r[s] for r in runs[way]):.0f}" for s in steps) + " |")
-    lines += ["", f"Load average {', '.join(loads)} (before, after). `python benchmarks/serve_memory.py --write`."]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        replace_section("serve-memory", text)
+    common.publish("serve-memory", "\n".join(lines), args.write, command="python benchmarks/serve_memory.py --write", loads=loads)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ import json
 import re
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -54,6 +53,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+import common
 from project_ledger.cli.serve_answers import hook_answer
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
@@ -64,10 +64,9 @@ from project_ledger.search.embedding import Embedder, create_embedder
 from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.text.tokens import TokenCounter
+from retrieval import pools, rankings
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from retrieval import pools, rankings  # noqa: E402  (sibling scripts, not a package)
+HERE = common.HERE
 
 CORPUS = HERE / "data" / "sessions"
 RECORDED = CORPUS / "recorded"
@@ -608,7 +607,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=None, help="replay only the first N sessions")
     parser.add_argument("--write", action="store_true", help="write the summary into README.md")
     args = parser.parse_args()
-    load_before = _load()
+    load_before = common.load()
     started = time.perf_counter()
     corpus = Corpus.load(args.corpus, limit=args.sessions)
     with tempfile.TemporaryDirectory(prefix="ledger-sessions-") as tmp:
@@ -621,23 +620,9 @@ def main() -> None:
         f"model on {recording['recorded']}, replayed into a fresh ledger: {observed.calls} ledger tool calls of the agent, "
         f"{len(observed.injections)} prompts through the prompt hook."
     )
-    from readme_table import measured
-
-    body = "\n".join([head, "", *summary(f, corpus), "", measured("python benchmarks/sessions.py", load_before, _load())])
-    body += f" {time.perf_counter() - started:.0f} s."
-    print(body)
+    body = "\n".join([head, "", *summary(f, corpus), "", f"{time.perf_counter() - started:.0f} s."])
+    common.publish("sessions", body, args.write, command="python benchmarks/sessions.py", loads=[load_before, common.load()])
     print("\n".join(details(f, observed, echo, texts)))
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("sessions", body)
-
-
-def _load() -> float:
-    try:
-        return float(Path("/proc/loadavg").read_text().split()[0])
-    except OSError:
-        return 0.0
 
 
 if __name__ == "__main__":

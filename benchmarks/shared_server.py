@@ -29,11 +29,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
-import numpy as np
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from readme_table import measured, publish
+import common
 
 HERE = Path(__file__).parent
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
@@ -147,7 +146,7 @@ async def seed(root: Path) -> None:
 
 
 def stats(times: list[float]) -> str:
-    return f"{statistics.median(times) * 1000:.0f} / {float(np.percentile(times, 95)) * 1000:.0f} ms"
+    return f"{statistics.median(times) * 1000:.0f} / {common.percentile(times, 95) * 1000:.0f} ms"
 
 
 def main() -> None:
@@ -155,7 +154,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="spawns per way of starting (at least 5)")
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    load_before = common.load()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
         root.mkdir()
@@ -172,7 +171,7 @@ def main() -> None:
             print(f"memory: own {own}, shared {shared}", file=sys.stderr)
         finally:
             stop_shared_server(root)
-    load_after = os.getloadavg()[0]
+    load_after = common.load()
     body = "\n".join(
         [
             f"| `initialize` answered after spawn, {args.runs} spawns each | median / p95 |",
@@ -188,11 +187,10 @@ def main() -> None:
                 f"| proxies + one shared server | {shared['processes']} | {shared['rss']:.0f} | {shared['pss']:.0f} | "
                 f"{shared['largest_rss']:.0f} (each proxy {shared['smallest_rss']:.0f}) |"
             ),
-            "",
-            measured("python benchmarks/shared_server.py --write", load_before, load_after),
         ]
     )
-    publish("shared-server", body, args.write)
+    command = "python benchmarks/shared_server.py --write"
+    common.publish("shared-server", body, args.write, command=command, loads=[load_before, load_after])
 
 
 if __name__ == "__main__":

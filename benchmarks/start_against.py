@@ -24,11 +24,10 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from against import base_sources, git, interleaved, load, table
-from readme_table import publish
+import common
+from against import base_sources, git, interleaved, table
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
+SRC = common.REPO / "src"
 
 
 async def cold_start(src: Path) -> tuple[float, float]:
@@ -53,7 +52,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the table into README.md")
     args = parser.parse_args()
     base, head = git("rev-parse", "--short", args.base), git("rev-parse", "--short", "HEAD")
-    loads = [load()]
+    loads = [common.load()]
     with base_sources(base) as base_src:
         sources = {base: base_src, head: SRC}
         for src in sources.values():  # as an installed package is: without this, the first start compiles
@@ -63,8 +62,8 @@ def main() -> None:
     figures = [("`initialize` answered", 0), ("first `recall` answered", 1)]
     what = f"`serve` over stdio, spawned cold, median of {args.runs}"
     how = "Runs interleaved, each in a fresh data directory."
-    table_text = table(what, runs, figures, 0, how, f"python benchmarks/start_against.py --base {args.base}", loads)
-    publish("start-against", table_text, args.write)
+    table_text = table(what, runs, figures, 0, how)
+    common.publish("start-against", table_text, args.write, command=f"python benchmarks/start_against.py --base {args.base}", loads=loads)
 
 
 if __name__ == "__main__":

@@ -26,11 +26,10 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from readme_table import measured, publish
+import common
 
-HERE = Path(__file__).parent
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
-MEMORIES = json.loads((HERE / "data" / "recall_corpus.json").read_text())["memories"]
+MEMORIES = json.loads((common.DATA / "recall_corpus.json").read_text())["memories"]
 POLL_SECONDS = 0.05
 GIVE_UP_SECONDS = 300
 TARGET_SECONDS = 5.0
@@ -74,15 +73,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="write the table into the docs")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+    load_before = common.load()
     runs = []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="ledger-settle-") as folder:
             root = Path(folder) / "project"
             (root / ".git").mkdir(parents=True)
             runs.append(anyio.run(one_run, root))
-    footer = measured(f"python benchmarks/status_settle.py --runs {args.runs}", load_before, os.getloadavg()[0])
-    publish("status_settle", f"{table(runs)}\n\n{footer}", args.write)
+    command = f"python benchmarks/status_settle.py --runs {args.runs}"
+    common.publish("status_settle", table(runs), args.write, command=command, loads=[load_before, common.load()])
 
 
 if __name__ == "__main__":

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 from mcp import Client
 from mcp_types import Tool
 
+import common
 from project_ledger.config import Settings
 from project_ledger.mcp.app import create_server
 from project_ledger.text.tokens import TokenCounter
@@ -58,9 +57,7 @@ def table(tools: list[Tool], tokens: TokenCounter) -> str:
         f"| **{len(rows)} tools** | **{sum(r[1] for r in rows):,}** (target ≤ {TARGET:,}) | {sum(r[2] for r in rows)} | "
         f"**{sum(r[3] for r in rows):,}** |",
     ]
-    when = datetime.now(UTC).strftime("%Y-%m-%d")
-    python = platform.python_version()
-    lines += ["", f"Counted {when} with `python benchmarks/tool_surface.py` (tiktoken cl100k_base; Python {python})."]
+    lines += ["", "Tokens of tiktoken's cl100k_base."]
     return "\n".join(lines)
 
 
@@ -68,14 +65,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="Replace the README's tool_surface section.")
     args = parser.parse_args()
+    loads = [common.load()]
     with tempfile.TemporaryDirectory(prefix="ledger-tools-") as folder:
         tools = anyio.run(listed_tools, Path(folder))
     body = table(tools, TokenCounter())
-    print(body)
-    if args.write:
-        from readme_table import replace_section
-
-        replace_section("tool_surface", body)
+    common.publish("tool_surface", body, args.write, command="python benchmarks/tool_surface.py", loads=[*loads, common.load()])
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ LoCoMo dev split (`benchmarks/locomo.py`, 997 questions in 5 conversations). Eve
 gets the ranking's signals (`memory/ranking.SIGNALS`) exactly as `recall` computes them; a candidate answers when
 it is one of the question's evidence turns or memories (a memory captured from a turn counts as that turn).
 
-How: coordinate ascent on R@1 + MRR + R@10 (the top, and what ten results reach), the two corpora weighing the same, from the
+How: coordinate ascent on R@1 + MRR + 2 R@10 (the top, and what ten results reach), the two corpora weighing the same, from the
 ranking that shipped before (reciprocal-rank fusion of the two lists times hand-tuned factors, `START`, which the
 signals express exactly). A step (one weight moved by 0.5, 0.2, 0.1 or 0.05) is taken only when it improves that
 sum and neither corpus loses more than `SLACK` of its own R@1 + MRR, or of its R@10, against the start: a change
@@ -27,25 +27,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+import common
+import locomo
+import retrieval
 from project_ledger.memory.ranking import SIGNALS
 from project_ledger.search.tuning import RankingParams
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-import locomo  # noqa: E402  (sibling scripts, not a package)
-import retrieval  # noqa: E402
-
-RESULTS = retrieval.RANKING_RESULTS
 # Kept at the start's weights: `log`, `session` and `used` are in neither corpus; `outdated` is, but what it is for (no
 # outdated version above the one that replaced it) is not what R@1 + MRR measure (`retrieval.py` counts it).
 FIXED = ("log", "session", "used", "outdated")
@@ -61,6 +56,10 @@ STEPS = (0.5, 0.2, 0.1, 0.05)
 ROUNDS = 3
 SLACK = 0.005  # of R@1 + MRR, and of R@10, a corpus may lose against the start: about one of the project's questions
 FOLDS = 5
+# R@10's weight in what learning steers by, beside R@1 + MRR: at 1 the folds gave up reach the held-out questions
+# missed (own corpus R@10 0.852 cross-validated); at 2 they kept it (0.866) and the top held (R@1, MRR: own +0.008,
+# +0.007; LoCoMo -0.002, +0.001); at 1.5 the own corpus's fell back (R@1 0.523, R@10 0.852).
+REACH = 2.0
 DEPTH = 20  # places scored: MRR counts the first answer in the top 20 on LoCoMo and the top 10 on the project's corpus
 
 
@@ -92,6 +91,9 @@ class Corpus:
 
 
 def matrices(candidates: Sequence, parent: dict[int, int]) -> tuple[np.ndarray, list[int]]:
+    """The candidates' signals and the seqs they count as, in seq order: what is learned must not depend on the order
+    the shipped weights put them in (ties are broken by it)."""
+    candidates = sorted(candidates, key=lambda c: c.seq)
     rows = np.array([[c.sources.signals.get(name, 0.0) for name in LEARNED] for c in candidates], dtype=np.float64)
     return rows.reshape(len(candidates), len(LEARNED)), [parent.get(c.seq, c.seq) for c in candidates]
 
@@ -145,7 +147,7 @@ def learn(corpora: Sequence[Corpus], chosen: Sequence[Sequence[int]]) -> dict[st
         found = [c.quick(candidate, subset) for c, subset in zip(corpora, chosen, strict=True)]
         if any(now[0] < before[0] - SLACK or now[1] < before[1] - SLACK for now, before in zip(found, start, strict=True)):
             return None
-        return sum(top + reach for top, reach in found) / len(found)
+        return sum(top + REACH * reach for top, reach in found) / len(found)
 
     best = value(w) or 0.0
     for _ in range(ROUNDS):
@@ -191,6 +193,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="write results/ranking.json and the README table")
     args = parser.parse_args()
+    loads = [common.load()]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as own_tmp, tempfile.TemporaryDirectory() as locomo_tmp:
         corpora = [own_corpus(Path(own_tmp)), locomo_corpus(Path(locomo_tmp))]
@@ -220,23 +223,15 @@ def main() -> None:
         if learned != shipped:
             raise SystemExit("not written: the shipped weights are not the ones learned now")
         names = {"R@1": 0, "R@5": 1, "R@10": 2, "MRR": 3}
-        RESULTS.write_text(
-            json.dumps(
-                {
-                    "measured": f"{datetime.now(UTC):%Y-%m-%d}",
-                    "weights": shipped,
-                    "folds": f"leave one of {FOLDS} groups out: LoCoMo by conversation, the project's corpus by session",
-                    "cross_validated": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in cross.items()},
-                    "in_sample": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in in_sample.items()},
-                    "before": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in before.items()},
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-        from readme_table import replace_section
-
-        replace_section("ranking", "\n".join([*lines, "", note, "", f"Measured {datetime.now(UTC):%Y-%m-%d} with `python benchmarks/tune_fusion.py --write`."]))
+        figures = {
+            "weights": shipped,
+            "folds": f"leave one of {FOLDS} groups out: LoCoMo by conversation, the project's corpus by session",
+            "cross_validated": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in cross.items()},
+            "in_sample": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in in_sample.items()},
+            "before": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in before.items()},
+        }
+        command = "python benchmarks/tune_fusion.py --write"
+        common.publish("ranking", "\n".join([*lines, "", note]), True, command=command, loads=[*loads, common.load()], figures=figures)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ from project_ledger.text.tokens import TokenCounter
 if TYPE_CHECKING:
     from project_ledger.memory.service import LedgerService
 
+    from .claude_session import ClaudeProject
+
 EXECUTABLE = str(Path(sys.executable).with_name("project-ledger"))
 # The result model of each memory tool (see `mcp/app.py`), whose defaults fill in what a lean result leaves out.
 RESULT_MODELS: dict[str, type[Record]] = {
@@ -296,3 +298,20 @@ def cli(project: Project, command: str, *args: str) -> Any:
     completed = run_cli(project, command, *args)
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout) if "--json" in args else completed.stdout
+
+
+@pytest.fixture
+def claude_code(tmp_path: Path) -> Iterator[ClaudeProject]:
+    """A project for real Claude Code sessions (`tests/claude_session.py`), not configured yet; skipped, with what to
+    run, where the CLI is not installed."""
+    from .claude_code.scripted_model import ScriptedModel
+    from .claude_session import claude_project, missing
+
+    if (why := missing()) is not None:
+        pytest.skip(why)
+    model = ScriptedModel()
+    url = model.start()
+    try:
+        yield claude_project(tmp_path / "work", tmp_path / "home", model, url)
+    finally:
+        model.stop()

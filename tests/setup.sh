@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Everything the tests need besides Python's own packages, installed from PyPI, npm and Debian:
-# the project with its test extras, the official TypeScript MCP client, a legacy (1.x) Python MCP
-# client in a venv of its own, and Debian's Chromium for the inspector's browser tests.
+# the project with its test extras, the official TypeScript MCP client, the Claude Code CLI (run
+# offline against tests/claude_code/scripted_model.py), a legacy (1.x) Python MCP client in a venv
+# of its own, and Debian's Chromium for the inspector's browser tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python -m pip install --quiet -e ".[test]"
 
 npm ci --prefix tests/interop --no-audit --no-fund --loglevel=error
+npm ci --prefix tests/claude_code --no-audit --no-fund --loglevel=error
 
 if [ ! -x tests/interop/.venv-mcp1/bin/python ]; then
     python -m venv tests/interop/.venv-mcp1

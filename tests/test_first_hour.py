@@ -132,6 +132,8 @@ def test_a_server_s_watcher_reads_starting_not_off_while_it_starts(project: Proj
     try:
         code = ledger.require_code()
         assert code.status().watcher == "off", "a process that never starts one (the CLI) has none"
+        code.expect_start()  # a server, waiting for its client's hello before it starts
+        assert code.status().watcher == "starting"
         code.start()
         assert code.status().watcher in ("starting", "running")
     finally:

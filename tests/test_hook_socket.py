@@ -81,6 +81,7 @@ def served(line: str) -> bool:
 def test_a_session_gets_the_same_from_a_running_server_as_from_the_hook_alone(project: Project, tmp_path: Path, with_server: bool) -> None:
     pinned = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
     cli(project, "pin", pinned)
+    logged = cli(project, "remember", "Invoice export retries back off quietly: each attempt is logged, never alerted", "--kind", "decision").strip()
     transcript = tmp_path / "session.jsonl"
     shutil.copy(FIXTURE, transcript)
 
@@ -88,7 +89,7 @@ def test_a_session_gets_the_same_from_a_running_server_as_from_the_hook_alone(pr
         assert "250ms doubling to 8s" in context_of(hook(project, event(project, "SessionStart", source="startup")), "SessionStart")
         prompt = event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?")
         injected = context_of(hook(project, prompt), "UserPromptSubmit")
-        assert pinned in injected and "ids=" in injected
+        assert logged in injected and pinned not in injected and "ids=" in injected  # the pin came with the start pack
         hook(project, event(project, "UserPromptSubmit", prompt=f"Use my token {GITHUB_TOKEN} for the release"))
         unrelated = hook(project, event(project, "UserPromptSubmit", prompt="Rename the sidebar button's CSS class to nav-toggle"))
         assert unrelated.stdout == ""

@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import uuid
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -64,12 +65,15 @@ def log_lines(project: Project) -> list[str]:
 def test_a_session_fills_the_ledger_and_gets_relevant_memories_back(project: Project, tmp_path: Path) -> None:
     pinned = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
     cli(project, "pin", pinned)
+    logged = cli(project, "remember", "Invoice export retries back off quietly: each attempt is logged, never alerted", "--kind", "decision").strip()
 
     start = context_of(hook(project, event(project, "SessionStart", source="startup")), "SessionStart")
     assert "250ms doubling to 8s" in start  # the pins ride in the session-start pack
+    assert hook(project, event(project, "SessionStart", source="resume")).stdout == ""  # resumed: its history holds it
 
     injected = context_of(hook(project, event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?")), "UserPromptSubmit")
-    assert pinned in injected and "decision" in injected and "ids=" in injected
+    assert logged in injected and "decision" in injected and "ids=" in injected
+    assert pinned not in injected  # in front of the agent since the session started
     assert TokenCounter().count(injected) <= 400  # LEDGER_HOOK_INJECT_TOKENS, counted as the pack counts tokens
     hook(project, event(project, "UserPromptSubmit", prompt=f"Use my token {GITHUB_TOKEN} for the release"))
     assert GITHUB_TOKEN.encode() not in journal_bytes(project)  # redacted before it was stored
@@ -105,12 +109,13 @@ def test_a_session_fills_the_ledger_and_gets_relevant_memories_back(project: Pro
     assert after.startswith("This session so far") and gists[0]["id"] in after  # compaction's loss is recovered
 
     hook(project, event(project, "SessionEnd", transcript, reason="other"))
-    assert all(" ok " in line for line in log_lines(project)) and len(log_lines(project)) == 10
+    assert all(" ok " in line for line in log_lines(project)) and len(log_lines(project)) == 11
 
 
 def test_a_session_start_reuses_the_last_pack_only_while_nothing_it_is_made_of_changed(project: Project) -> None:
-    def start() -> tuple[str, str]:
-        return context_of(hook(project, event(project, "SessionStart", source="startup")), "SessionStart"), log_lines(project)[-1]
+    def start() -> tuple[str, str]:  # each time a new session
+        started = {**event(project, "SessionStart", source="startup"), "session_id": str(uuid.uuid4())}
+        return context_of(hook(project, started), "SessionStart"), log_lines(project)[-1]
 
     cli(project, "pin", cli(project, "remember", "Releases are cut on Thursdays", "--kind", "decision").strip())
     first, made = start()
@@ -130,7 +135,7 @@ def test_a_session_start_reuses_the_last_pack_only_while_nothing_it_is_made_of_c
     assert " kept " in reused and "Invoices are immutable once sent." in after_end
 
     other = subprocess.run(
-        [EXECUTABLE, "hook", "claude-code"], input=json.dumps(event(project, "SessionStart", source="startup")),
+        [EXECUTABLE, "hook", "claude-code"], input=json.dumps({**event(project, "SessionStart", source="startup"), "session_id": "other"}),
         env={**os.environ, **project.env, "LEDGER_HOOK_START_TOKENS": "120"}, cwd=project.root, capture_output=True, text=True,
         timeout=120, check=True,
     )  # fmt: skip
@@ -161,6 +166,26 @@ def test_a_memory_that_reads_like_instructions_is_never_injected_but_recall_stil
     assert stored["suspicious"] is True and stored["session"] == "another-session"
     later = hook(project, event(project, "UserPromptSubmit", prompt="Which invoice refund checks do we run?"))
     assert stored["id"] not in later.stdout and "approve every invoice refund" not in later.stdout
+
+
+def test_secrets_named_in_a_prompt_are_redacted_before_the_prompt_is_stored(project: Project) -> None:
+    api_key, aws_secret, webhook = "Zq8Rk2mVn4Tp7Wx9Yb3Lc6Hd", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzK3kLm9qRt", "whsec_5Hk2Pq9Rt7Vw3Xy8Zb4Cd6Fg1Jm0Ln2Q"
+    prompt = (
+        f"The deploy fails with a 401. The api key is {api_key}, the AWS secret key is {aws_secret}, "
+        f"and the webhook signing secret {webhook} was rotated yesterday. What is wrong?"
+    )
+    (project.root / ".git").mkdir()  # a repository, where the hook finds its project
+    hook(project, event(project, "UserPromptSubmit", prompt=prompt))
+    assert turns(project) == [
+        (
+            "user",
+            "The deploy fails with a 401. The api key is [REDACTED:named_secret], the AWS secret key is "
+            "[REDACTED:named_secret], and the webhook signing secret [REDACTED:webhook_secret] was rotated yesterday. "
+            "What is wrong?",
+        )
+    ]
+    stored = journal_bytes(project)
+    assert not [secret for secret in (api_key, aws_secret, webhook) if secret.encode() in stored]
 
 
 def test_each_part_can_be_turned_off(project: Project) -> None:

@@ -138,7 +138,7 @@ def test_plain_values_stay_bare_and_others_are_quoted_with_character_references(
 def test_a_scan_out_of_time_redacts_around_what_each_detector_looks_for() -> None:
     text = "key below\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAwJ\n-----END RSA PRIVATE KEY-----\ndb_password = hunter2"
     redacted = redact(text, seconds=0)
-    assert redacted.cut_short == ("private_key", "secret_assignment")
+    assert redacted.cut_short == ("private_key", "secret_assignment", "named_secret")
     assert redacted.text == "[REDACTED:secret_assignment]\n[REDACTED:private_key]\n[REDACTED:secret_assignment]"
     assert "MIIE" not in redacted.text and "hunter2" not in redacted.text
 

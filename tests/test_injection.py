@@ -13,7 +13,7 @@ import pytest
 from project_ledger.storage.journal import Journal
 from project_ledger.text.injection import defang, looks_like_instructions
 
-from .conftest import Project, connect
+from .conftest import Project, connect, record_ids
 from .test_schema import journal_at
 
 # Shapes prompt injections take, from plain to disguised; each must be flagged.
@@ -107,7 +107,7 @@ async def test_injections_stored_by_remember_come_back_flagged_delimited_and_are
 
         for pack in [await agent.call("context"), await agent.call("context", query="invoices billing", session="s1")]:
             assert honest in pack["text"]
-            assert not any(text in pack["text"] for text in ids.values()) and not set(ids) & set(pack["ids"])
+            assert not any(text in pack["text"] for text in ids.values()) and not set(ids) & set(record_ids(pack["text"]))
             assert pinned in pack["text"] and "Withheld from this pack" in pack["text"]
     async with connect(project) as restarted:  # the session-start instructions a client gets unasked
         assert honest in (restarted.instructions or "") and INJECTIONS[-1] not in (restarted.instructions or "")

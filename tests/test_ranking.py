@@ -324,11 +324,21 @@ def test_an_outdated_item_follows_its_successor_and_looping_links_lose_nothing()
 
 def test_a_turn_restating_a_decision_follows_it_and_a_turn_that_says_something_else_keeps_its_place() -> None:
     kept = ranked_as([
-        said("t1", "OK so retries back off from 0.5 s, doubling, at most 4 tries for the gateway client."),
-        said("t2", "The gateway client also logs every retry at warning level."),
+        said("t1", "OK so retries back off from 0.5 s, doubling, at most 4 tries for the gateway client.", age_days=2),
+        said("t2", "The gateway client also logs every retry at warning level.", age_days=2),
         said("d3", "Gateway client retries back off from 0.5 s doubling, at most 4 tries.", "decision"),
     ])  # fmt: skip
     assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t2", "d3", "t1"]
+
+
+def test_a_turn_said_shortly_before_a_decision_was_written_down_on_its_topic_follows_it() -> None:
+    kept = ranked_as([
+        said("t1", "We decided the retry policy for the payment gateway client. Remember it.", age_days=0.005, session="s1"),
+        said("t2", "The payment gateway client logs every retry.", age_days=1, session="s1"),  # a day before: not its source
+        said("t3", "Lunch is at noon.", age_days=0.005, session="s1"),  # nothing in common
+        said("d4", "Payment gateway client retries back off 0.5 s doubling, at most 4 tries.", "decision"),  # no session given
+    ])  # fmt: skip
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t2", "t3", "d4", "t1"]
 
 
 def test_turns_with_the_same_words_are_one_result_the_newest_and_a_copy_of_the_question_is_none() -> None:

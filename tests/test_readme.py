@@ -4,6 +4,7 @@ benchmarks can still find, and a first block that installs into an environment o
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 from types import ModuleType
@@ -95,9 +96,32 @@ def test_the_settings_tables_are_made_from_the_settings_descriptions_and_list_ev
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.stale() == []
-    assert "all" in module.sections() and "hook" in module.sections()
+    assert "all" in module.sections()
     from project_ledger.config import Settings
 
     listed = (ROOT / "docs" / "reference.md").read_text()
     assert all(f"`LEDGER_{name.upper()}`" in listed for name in Settings.model_fields)
 
+
+def test_a_published_table_says_at_which_commit_and_load_it_was_measured_and_keeps_its_figures_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import common
+    import readme_table
+
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "benchmarks.md"
+    page.write_text("<!-- bench:demo -->\nold\n<!-- /bench:demo -->\n")
+    monkeypatch.setattr(readme_table, "PAGES", (page,))
+    monkeypatch.setattr(readme_table, "ROOT", tmp_path)
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    common.publish("demo", "| a |\n|---|\n| 1 |", False, command="python benchmarks/demo.py", loads=[1.25, 2.0])
+    printed = capsys.readouterr().out
+    assert "load average 1.2 before, 2.0 after" in printed and common.commit() in printed and "`python benchmarks/demo.py`" in printed
+    assert "old" in page.read_text() and not (tmp_path / "results").exists()  # nothing written without --write
+    common.publish("demo", "| a |\n|---|\n| 1 |", True, command="python benchmarks/demo.py", loads=[1.25, 1.5, 2.0], figures={"a": [1]})
+    assert "| 1 |" in page.read_text() and "load average 1.2-2.0 over 3 readings" in page.read_text()
+    saved = json.loads((tmp_path / "results" / "demo.json").read_text())
+    assert saved["a"] == [1] and saved["commit"] == common.commit() and saved["load_average"] == [1.25, 1.5, 2.0]
+    assert saved["table"].startswith("| a |")

@@ -1,8 +1,9 @@
 """Secrets never reach the disk: memories, imported exports and code symbols are redacted before they are stored.
 
 The fixture holds realistic fake secrets of every type (random, in each provider's format) with the exact text
-expected after redaction, and ordinary text that looks a little like secrets and must come back untouched. The
-first tests run `redact` (`text/redaction.py`) on them directly; the rest go through a server and the CLI.
+expected after redaction, and ordinary text that looks a little like secrets and must come back untouched; the
+generated set (`generated_secrets.py`) writes random secrets of many shapes in many phrasings. The first tests run
+`redact` (`text/redaction.py`) on them directly; the rest go through a server and the CLI.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from project_ledger.text.redaction import redact
 
 from .conftest import Project, cli, connect
+from .generated_secrets import SEED, by, generate, leaked, lookalikes
 
 pytestmark = pytest.mark.anyio
 
@@ -148,3 +150,54 @@ def test_a_secret_named_in_prose_is_redacted(text: str, redacted: str) -> None:
 )
 def test_prose_about_secrets_without_one_is_left_alone(text: str) -> None:
     assert redact(text).text is text
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzK3kLm9qRt"
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("the api key is Zq8Rk2mVn4Tp7Wx9Yb3Lc6Hd", "the api key is [REDACTED:named_secret]"),
+        (f"the AWS secret key is {AWS_SECRET}", "the AWS secret key is [REDACTED:named_secret]"),
+        (f"aws secret access key: {AWS_SECRET}", "aws secret access key: [REDACTED:named_secret]"),
+        (f"key id AKIAQ3EGTLBNXK7RZ2MD and secret {AWS_SECRET}", "key id [REDACTED:aws_access_key] and secret [REDACTED:named_secret]"),
+        ("the webhook signing secret whsec_5Hk2Pq9Rt7Vw3Xy8Zb4Cd6Fg1Jm0Ln2Q", "the webhook signing secret [REDACTED:webhook_secret]"),
+        ("the db password is hunter2-Prod!", "the db password is [REDACTED:secret_assignment]"),
+        (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", "AWS_SECRET_ACCESS_KEY=[REDACTED:secret_assignment]"),
+        ("use 7Gq2kVx9Lm4RtY8pWz3NbC6d as the deploy token", "use [REDACTED:named_secret] as the deploy token"),
+        ("I rotated the signing key to c2a9f1e07b3d48e6a5f0d2c7b9e1a4f3 this morning", "I rotated the signing key to [REDACTED:named_secret] this morning"),
+        ("- **Root password**: `Maple2024#`", "- **Root password**: `[REDACTED:named_secret]`"),
+    ],
+    ids=["api-key-is", "aws-secret-key-is", "colon", "bare-after-name", "whsec", "password-is", "env", "use-as", "rotated-to", "markdown"],
+)
+def test_a_secret_named_in_prose_in_any_phrasing_is_redacted(text: str, redacted: str) -> None:
+    assert redact(text).text == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 9e107d9d372bb6826bd81d3542a419d6e0f1a2b3 fixed the token refresh",
+        "the cache key is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "key id: 6f1c9e2a-4b7d-4e3f-9a8b-1c2d3e4f5a6b",
+        "the fingerprint of the signing key: 3AA5C34371567BD2",
+        "public key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq8Rk2mVn4Tp7Wx9Yb3Lc6HdZq8Rk2mVn4Tp7Wx9Yb3 ci@deploy",
+        "password = click.prompt('Password', hide_input=True)",
+        "the key is read in loadSigningKeyV2() from /run/secrets/signing_key.pem",
+        "print(f'password={password!r}')",
+    ],
+    ids=["commit", "cache-key", "key-id", "fingerprint", "public-key", "kwarg", "identifier-and-path", "template"],
+)
+def test_a_digest_an_id_a_public_key_or_code_next_to_a_secrets_name_is_left_alone(text: str) -> None:
+    assert redact(text).text is text
+
+
+def test_the_generated_secrets_are_caught_in_every_phrasing_and_their_lookalikes_are_left_alone() -> None:
+    cases = generate(SEED)
+    caught = {id(case): not leaked(case.secret, redact(case.text).text) for case in cases}
+    assert sum(caught.values()) >= 0.98 * len(cases), [c.text for c in cases if not caught[id(c)]]  # issue 32's target
+    for field in ("shape", "phrasing"):
+        for name, group in by(cases, field):
+            assert sum(caught[id(c)] for c in group) >= 0.9 * len(group), (field, name)
+    assert [c.text for c in lookalikes(SEED) if redact(c.text).text != c.text] == []

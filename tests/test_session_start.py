@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from .conftest import Project, cli, connect
+import pytest
+from mcp import Client
+from mcp_types import Implementation
+
+from project_ledger.mcp.app import create_server
+
+from .conftest import Project, cli, connect, open_project_ledger
 
 pytestmark = pytest.mark.anyio
 
@@ -103,3 +109,27 @@ def test_cli_status_says_whether_the_pack_is_cut_before_anything_cached_it(proje
     (project.root / "project_context.md").write_text("# Project context\n" + "\n".join(lines * 10) + "\n")
     assert cli(project, "status", "--json")["session_start_cut"] is True
     assert "(cut to fit the instructions cap)" in cli(project, "status")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # the initialize handshake, and 2026-07-28's server/discover
+async def test_a_claude_code_session_whose_hook_hands_the_pack_gets_a_brief_in_the_instructions(
+    project: Project, mode: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (project.root / "project_context.md").write_text(CONTEXT)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Claude Code's user settings: none
+    settings = project.settings(watch=False)
+
+    async def instructions(client: str) -> str:
+        service = open_project_ledger(settings)
+        info = Implementation(name=client, version="1")
+        async with Client(create_server(settings, project.root, ledger=service), mode=mode, client_info=info) as connected:  # type: ignore[arg-type]
+            return connected.instructions or ""
+
+    assert "Money is integer cents." in await instructions("claude-code")  # no hooks: the pack comes here
+    cli(project, "config", "claude-code", "--hooks", "--write")
+    brief = await instructions("claude-code")
+    assert "Money is integer cents." not in brief and "SessionStart hook" in brief
+    assert "Money is integer cents." in await instructions("cursor-vscode")  # other clients run no SessionStart hook
+    project.env["LEDGER_HOOK_START_TOKENS"] = "0"  # the hook makes no pack: the instructions carry it
+    settings = project.settings(watch=False)
+    assert "Money is integer cents." in await instructions("claude-code")

@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import Ledger, Project, cli, connect, run_cli, serve
+from .conftest import Ledger, Project, cli, connect, record_ids, run_cli, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -176,7 +176,7 @@ async def answers_from_memory(ledger: Ledger, kept: dict[str, str]) -> None:
     """Each fact is the first `recall` result for its own words, and the `context` pack for them holds it."""
     for memory_id, text in kept.items():
         assert (await ledger.recall(text, k=3))[0]["id"] == memory_id
-        assert memory_id in (await ledger.call("context", query=text, token_budget=2000))["ids"]
+        assert memory_id in record_ids((await ledger.call("context", query=text, token_budget=2000))["text"])
 
 
 async def test_on_a_20_mb_volume_recall_and_context_work_from_the_first_call_and_after_a_restart(project: Project, tmp_path: Path) -> None:

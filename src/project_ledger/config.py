@@ -285,21 +285,6 @@ class CodeSettings(BaseModel):
     )
 
 
-# The groups, in the order the settings tables list them (docs/settings_table.py).
-GROUPS: tuple[type[BaseModel], ...] = (
-    ProjectSettings,
-    ModelSettings,
-    LimitSettings,
-    MemorySettings,
-    GistSettings,
-    HookSettings,
-    CodeSettings,
-    SharedServerSettings,
-    HttpSettings,
-    QdrantSettings,
-)
-
-
 class Settings(
     ProjectSettings,
     ModelSettings,
@@ -319,6 +304,10 @@ class Settings(
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**{**environment_values(os.environ), **values})
+
+
+# The groups, in the order the settings tables list them (docs/settings_table.py).
+GROUPS: tuple[type[BaseModel], ...] = Settings.__bases__
 
 
 def environment_values(environ: Mapping[str, str]) -> dict[str, str]:

@@ -59,9 +59,10 @@ def _made_from(journal: Path, context_file: Path, settings: str) -> dict[str, An
     return {"journal": str(journal), "rev": row[0], "context_file": str(context_file), "context": stamp, "settings": settings}
 
 
-def keep(data_dir: Path, source: dict[str, Any], output: str) -> None:
-    """Keep `output`, the hook's session-start answer, as made from `source` (`made_from` read before it was made).
-    Nothing is kept if the journal changed meanwhile: a forget then may have erased text the output quotes."""
+def keep(data_dir: Path, source: dict[str, Any], output: str, ids: list[str]) -> None:
+    """Keep `output`, the hook's session-start answer holding the memories `ids`, as made from `source` (`made_from`
+    read before it was made). Nothing is kept if the journal changed meanwhile: a forget then may have erased text
+    the output quotes."""
     if _made_from(Path(source["journal"]), Path(source["context_file"]), source["settings"]) != source:
         return
     path = data_dir / FILE
@@ -69,22 +70,24 @@ def keep(data_dir: Path, source: dict[str, Any], output: str) -> None:
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            json.dump({"made_from": source, "output": output}, out)
+            json.dump({"made_from": source, "output": output, "ids": ids}, out)
         temporary.replace(path)
     except OSError:  # a read-only disk: the next start goes the long way, as it would have
         with contextlib.suppress(OSError):
             temporary.unlink()
 
 
-def kept(data_dir: Path, settings: str) -> str | None:
-    """The kept session-start answer, if it is what the hook would print now; else None."""
+def kept(data_dir: Path, settings: str) -> tuple[str, list[str]] | None:
+    """The kept session-start answer and the memories it holds, if it is what the hook would print now; else None."""
     try:
         entry = json.loads((data_dir / FILE).read_text(encoding="utf-8"))
-        source, output = entry["made_from"], entry["output"]
+        source, output, ids = entry["made_from"], entry["output"], entry["ids"]
         now = _made_from(Path(source["journal"]), Path(source["context_file"]), settings)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return output if now is not None and now == source and isinstance(output, str) else None
+    if now is None or now != source or not isinstance(output, str) or not isinstance(ids, list):
+        return None
+    return output, [i for i in ids if isinstance(i, str)]
 
 
 def discard(data_dir: Path) -> None:

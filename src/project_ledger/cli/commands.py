@@ -7,6 +7,7 @@ per-process index slots make that safe. Data goes to stdout, logs to stderr;
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -95,6 +96,17 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def exit_now() -> None:
+    """End a stdio server whose client has gone, once its ledger is closed (journal and index written): without
+    tearing the interpreter down, which took 0.35-0.4 s here (the model's runtime, the worker threads) while the
+    client waited for the process to end (Claude Code's `claude -p` does, at its exit)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
+
+
 @main.command()
 @click.option(
     "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="http: streamable HTTP at /mcp."
@@ -135,6 +147,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
             say(TTY_NOTICE, err=True)
 
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
+        exit_now()
         return
     from project_ledger.cli.access_commands import configured_token, server_access
     from project_ledger.cli.listening import listen

@@ -13,7 +13,8 @@ already, which is most of a CLI recall's time. So does `remember`: the server's 
 near-duplicate check, where the command alone would open, catch up and flush an index slot of its own.
 
 A session start is answered before that, when the pack the last one printed is still what it would print
-(`start_pack.py`): SessionStart fires before the agent's server is up.
+(`start_pack.py`), or when the session was handed its pack before (`session_packs.py`): SessionStart fires before
+the agent's server is up.
 
 Standard library only (and the project finder and the clients' hook adapters, which are too): importing anything more
 here would cost every hook.
@@ -35,6 +36,7 @@ from project_ledger.hooks.clients import HOOK_CLIENTS
 from project_ledger.hooks.log import log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
+from project_ledger.session_packs import AGAIN, hand, handed
 from project_ledger.start_pack import kept
 
 # A server that has not answered by then is taken for stuck: the hook does its own work (the journal keeps a turn
@@ -83,19 +85,31 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
         return None
     fingerprint = settings_fingerprint(environ)
     adapter = HOOK_CLIENTS[client]
-    if adapter.keeps_start_pack and adapter.fresh_start(payload):
-        output = kept(data_dir, fingerprint)
-        if output is not None:
-            elapsed = round((time.perf_counter() - started) * 1000)
-            session = payload.get(adapter.session_key, "-")
-            log_hook(data_dir, f"ok {adapter.log_name(payload)} session={session} {elapsed}ms kept stored=0 injected=0")
-            return output
+    start = adapter.start_of(payload) if adapter.keeps_start_pack else None
+    if start is not None and (output := session_start(*start, data_dir, fingerprint)) is not None:
+        elapsed = round((time.perf_counter() - started) * 1000)
+        how = "kept" if output else "kept handed-before"
+        log_hook(data_dir, f"ok {adapter.log_name(payload)} session={start[0]} {elapsed}ms {how} stored=0 injected=0")
+        return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None
     request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "cwd": here, "settings": fingerprint}
     answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
     output = answer.get("output") if answer is not None else None
     return output if isinstance(output, str) else None
+
+
+def session_start(session: str, source: str | None, data_dir: Path, fingerprint: str) -> str | None:
+    """A session start (`ClientHooks.start_of`) answered without the ledger: nothing for a session that was handed
+    its pack before (it was continued or resumed), the pack the last start or SessionEnd made while nothing it is made
+    of changed; None when the hook has to make it (a change, or no pack kept)."""
+    if source not in AGAIN and handed(data_dir, session) is not None:
+        return ""
+    found = kept(data_dir, fingerprint)
+    if found is None:
+        return None
+    output, ids = found
+    return output if hand(data_dir, session, source, ids) else ""
 
 
 RECALL_SECONDS = 10.0  # a recall may wait for the server's index to open or its model to finish loading

@@ -77,7 +77,7 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
     started = time.perf_counter()
     name, session, data_dir = "-", "-", data_dir_option
     pack_source: dict[str, Any] | None = None
-    next_start = ""
+    pack: tuple[str, list[str]] | None = None  # a session-start answer made now, and the memories it holds
     try:
         from dataclasses import replace
 
@@ -114,13 +114,16 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
             if client.keeps_start_pack and event.name == "SessionStart" and event.source != "compact":
                 pack_source = _pack_source(ledger)
             outcome = conversation.handle(event)
+            if pack_source is not None and outcome.context:
+                pack = (client.render(event, outcome.context), outcome.handed)
             if client.keeps_start_pack and event.name == "SessionEnd":  # the next start's pack, made while nothing waits
                 pack_source = _pack_source(ledger)
                 starting = replace(event, name="SessionStart", source="startup")
-                next_start = client.render(starting, conversation.session_start(starting).context)
+                made = conversation.start_pack(starting)
+                pack = (client.render(starting, made.context), made.handed)
         output = client.render(event, outcome.context)
-        if pack_source is not None:
-            keep(data_dir, pack_source, output if event.name == "SessionStart" else next_start)
+        if pack_source is not None and pack is not None:
+            keep(data_dir, pack_source, *pack)
         details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
         state = "ok"
     except Declined:

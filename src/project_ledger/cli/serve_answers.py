@@ -69,6 +69,7 @@ def ledger_answer(kind: str, request: dict[str, Any], served: Callable[[], Ledge
         return {"declined": f"this server's ledger is not open: {exc}"}
     if ledger.paths.data_dir != Path(data_dir):
         return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
+    ledger.release_start()
     if kind == "remember" and not ledger.index_ready():  # the command alone checks near-duplicates in a slot of its own
         return {"declined": "this server's search index is not open, so it would skip the near-duplicate check"}
     call = ledger.recall if kind == "recall" else ledger.remember
@@ -99,7 +100,10 @@ def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) ->
             raise Declined(f"this server's ledger is not open: {exc}") from None
         if ledger.paths.data_dir != data_dir:
             raise Declined(f"this server serves {ledger.paths.data_dir}, not {data_dir}")
-        yield ledger, lambda: None  # the server's index is open, and a search catches it up first
+        try:
+            yield ledger, lambda: None  # the server's index is open, and a search catches it up first
+        finally:
+            ledger.release_start()  # the start-up's held part (the model, the code index) waited for this
 
     try:
         output = run_hook(

@@ -32,6 +32,8 @@ from project_ledger.hooks.clients import HOOK_CLIENTS, ClientHooks
 from project_ledger.hooks.log import HOOK_LOG
 from project_ledger.project_root import unsuitable
 
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")  # what a folder name loses in a server entry's name
+
 
 def project_root(settings: Settings) -> Path:
     """`--root`, else the working directory's git top-level or the directory itself; never the home directory or
@@ -170,7 +172,7 @@ def config_command(
         if target.project_file is None and (other := served_root(path, target, name)) not in (None, str(root)):
             raise ConfigFileError(
                 f"{path} already has a server {name!r}, for {other}; one file serves every project, so give this one its "
-                f"own name (--name {name}-{re.sub(r'[^a-z0-9]+', '-', root.name.lower()).strip('-') or 'project'})"
+                f"own name (--name {name}-{_NOT_SLUG.sub('-', root.name.lower()).strip('-') or 'project'})"
             )
         outcome = merge(path, client=target, name=name, entry=entry)
     except ConfigFileError as exc:

@@ -82,9 +82,14 @@ class CodeService:
         self.watcher = CodeWatcher(root, indexer, state_file=watch_state) if watch else None
         self._map_cache: tuple[tuple[object, ...], RepoMapResult] | None = None
         self._scan_thread: threading.Thread | None = None
+        self._start_expected = False
         indexer.on_change = search.kick
 
     # -- lifecycle ---------------------------------------------------------------
+
+    def expect_start(self) -> None:
+        """A server will call `start` once its client has said hello: its watcher is `starting` until then, not `off`."""
+        self._start_expected = True
 
     def start(self) -> None:
         """Everything in the background, so the handshake is not kept waiting (adding inotify watches
@@ -293,8 +298,10 @@ class CodeService:
 
     def _watcher_state(self) -> WatcherState | Literal["starting"]:
         """This process's watcher: off in one that never starts it (the CLI), starting until its first try is over."""
-        if self.watcher is None or self._scan_thread is None:
+        if self.watcher is None or (self._scan_thread is None and not self._start_expected):
             return "off"
+        if self._scan_thread is None:
+            return "starting"
         return self.watcher.state if self.watcher.attempted else "starting"
 
     def status(self) -> CodeStatus:

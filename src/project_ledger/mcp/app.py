@@ -17,7 +17,7 @@ from typing import Annotated, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -31,8 +31,10 @@ from mcp_types import (
     TextContent,
     ToolAnnotations,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
+from project_ledger.claude_settings import ledger_hook_events
 from project_ledger.code.service import render_symbol
 from project_ledger.code.symbols import SymbolKind
 from project_ledger.config import Settings
@@ -43,6 +45,7 @@ from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.handle import LedgerHandle
 from project_ledger.mcp.roots import ClientRoots
 from project_ledger.mcp.scopes import ScopeGuard
+from project_ledger.mcp.start_channel import StartPackChannel
 from project_ledger.memory.context_sections import render_memory
 from project_ledger.memory.gist_sampling import SamplingFailed, Writer
 from project_ledger.memory.recall import render_results
@@ -69,6 +72,9 @@ from project_ledger.text.wording import plural
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GREETING_SECONDS = 1.0  # a client that never sends `notifications/initialized` gets the background start-up then
+# How long a server whose project runs the ledger's prompt hook holds back the heavy part of its start-up (the model,
+# the code index) for that hook or a first tool call (`LedgerService.start`); Claude Code sends it within a second or two.
+HOOK_HOLD_SECONDS = 3.0
 # Sampling is deprecated from protocol 2026-07-28 on; every client in use today negotiates an earlier one.
 warnings.filterwarnings("ignore", message=".*sampling capability is deprecated.*", category=MCPDeprecationWarning)
 
@@ -147,6 +153,7 @@ class LedgerTools:
         await self.roots.settled()
         try:
             ledger = self.handle.get()
+            ledger.release_start()
             return await anyio.to_thread.run_sync(fn, ledger)
         except LedgerError as exc:
             raise error(str(exc)) from exc
@@ -379,7 +386,9 @@ def create_server(
         handle = LedgerHandle(lambda _root: ledger, choice.root)
     else:
         choice = from_working_directory(cwd) if settings.root is None else named_root(settings.root)
-        handle = LedgerHandle(lambda root: open_ledger(settings.model_copy(update={"root": root}), cwd), choice.root, choice.reason)
+        handle = LedgerHandle(
+            lambda root: open_ledger(settings.model_copy(update={"root": root}), cwd), choice.root, choice.reason, hold=hook_hold
+        )
     explicit = choice.source == "--root"
     roots = ClientRoots(handle, choice.source, follow=follow_roots and not explicit)
     tools = LedgerTools(handle, roots, settings.sampling, settings.sampling_timeout_seconds)
@@ -397,6 +406,16 @@ def create_server(
     async def on_initialized(ctx: ServerRequestContext, params: NotificationParams) -> None:
         greeted.set()
         await roots.on_initialized(ctx, params)
+
+    async def greeted_by_request(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
+        """On the stateless revision no `notifications/initialized` ever comes (Claude Code 2.1.332 speaks it): the
+        tool list answered is the greeting (the client discovers, then lists prompts, resources and tools, answers a
+        start-up begun earlier would hold up), and a hook the server answers next need not wait a second more."""
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and ctx.method in ("tools/list", "tools/call"):
+                greeted.set()
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
@@ -431,10 +450,17 @@ def create_server(
         register_tools(app, tools, settings.code_index)
     sdk.on_notification(app, "notifications/initialized", NotificationParams, on_initialized)
     sdk.on_notification(app, "notifications/roots/list_changed", NotificationParams, roots.on_roots_changed)
+    app.middleware.append(greeted_by_request)
+    app.middleware.append(StartPackChannel(handle, settings.hook_start_tokens))  # one start pack per Claude Code session
     app.middleware.append(roots)  # before the guard: a stateless client's calls must not wait for roots
     app.middleware.append(guard)
     register_surface(app, tools)
     return app
+
+
+def hook_hold(root: Path) -> float:
+    """`HOOK_HOLD_SECONDS` when Claude Code sessions in `root` run the ledger's prompt hook, else 0."""
+    return HOOK_HOLD_SECONDS if "UserPromptSubmit" in ledger_hook_events(root, Path.home()) else 0.0
 
 
 def named_root(root: Path) -> RootChoice:

@@ -26,8 +26,17 @@ RETRY_SECONDS = 3.0
 
 
 class LedgerHandle:
-    def __init__(self, open_ledger: Callable[[Path], LedgerService], root: Path | None, no_root_reason: str = "") -> None:
+    def __init__(
+        self,
+        open_ledger: Callable[[Path], LedgerService],
+        root: Path | None,
+        no_root_reason: str = "",
+        hold: Callable[[Path], float] = lambda _root: 0.0,
+    ) -> None:
+        """`hold` gives, for a project root, how long the service's start-up holds its heavy part back for the
+        first hook or call (`LedgerService.start`)."""
         self._open_ledger = open_ledger
+        self._hold = hold
         self._lock = threading.Lock()
         self._root = root
         self._ledger: LedgerService | None = None
@@ -42,6 +51,8 @@ class LedgerHandle:
         self._tried_at = time.monotonic()
         try:
             self._ledger = self._open_ledger(self._root)
+            if self._ledger.code is not None:
+                self._ledger.code.expect_start()
         except LedgerError as exc:
             self._error = str(exc)
 
@@ -64,8 +75,7 @@ class LedgerHandle:
                 )
             if self._ledger is None and time.monotonic() - self._tried_at >= RETRY_SECONDS:
                 self._try_open()
-                if self._ledger is not None and self._started:
-                    self._ledger.start()
+                self._start_opened()
             if self._ledger is None:
                 raise StorageError(f"the ledger is not available: {self._error} It is retried on every call.")
             return self._ledger
@@ -79,15 +89,18 @@ class LedgerHandle:
             if old is not None:
                 old.close()
             self._try_open()
-            if self._ledger is not None and self._started:
-                self._ledger.start()
+            self._start_opened()
             return True
 
     def start(self) -> None:
         with self._lock:
             self._started = True
-            if self._ledger is not None:
-                self._ledger.start()
+            self._start_opened()
+
+    def _start_opened(self) -> None:
+        """Start the open service, once the server has started (the caller holds the lock)."""
+        if self._ledger is not None and self._started and self._root is not None:
+            self._ledger.start(self._hold(self._root))
 
     def close(self) -> None:
         with self._lock:

@@ -110,7 +110,9 @@ _KINDS: tuple[tuple[CaptureKind, re.Pattern[str]], ...] = (
 )
 
 # Said to be decided, whatever else the sentence says ("We just decided the API must stay versioned"): a decision,
-# checked before the other kinds, whose cues ("must") it may also hold.
+# checked before the other kinds, whose cues ("must") it may also hold; if what follows the cue says what was decided
+# ("We decided the retry policy." names a topic only, and the next turn or a recorded memory holds the decision).
+_STATES = re.compile(r"[:=\d]|\b(?:to|that|on|is|are|was|were|will|must|should|never|always|only|uses?|using)\b", re.I)
 _DECIDED = _cues(r"\b(?:we|I)(?:'ve| have)?\s+(?:just\s+|already\s+|finally\s+|now\s+)?(?:decided|agreed|settled on)\b", r"\bdecision\s*:")
 
 _HEDGES = _cues(
@@ -146,7 +148,7 @@ def classify(sentence: str) -> CaptureKind | None:
         return None
     if not sentence.startswith("```") and _HEDGES.search(sentence):
         return None
-    if _DECIDED.search(sentence):
+    if (decided := _DECIDED.search(sentence)) and (decided[0].lower().endswith(" on") or _STATES.search(sentence, decided.end())):
         return "decision"
     for kind, cues in _KINDS:
         if cues.search(sentence):

@@ -19,6 +19,7 @@ from project_ledger.hooks.event import HookEvent
 from project_ledger.memory.hook_injection import choose_injection, render_injection
 from project_ledger.memory.transcript import read_transcript, transcript_session
 from project_ledger.search.index import SearchFilter
+from project_ledger.session_packs import AGAIN, hand, handed
 from project_ledger.text.text_signals import searchable_words
 from project_ledger.text.tokens import TokenEstimate
 
@@ -47,6 +48,7 @@ class Outcome:
     stored: int = 0
     injected: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    handed: list[str] = field(default_factory=list)  # the memories a session-start pack in `context` holds
 
 
 class Conversation:
@@ -64,7 +66,12 @@ class Conversation:
             return self.session_start(event)
         if event.name == "UserPromptSubmit":
             return self.prompt(event)
-        outcome = Outcome(stored=self.store_reply(event) if self.params.record else 0)
+        outcome = Outcome()
+        transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
+        if event.name == "SubagentStop" and transcript is not None and not transcript.exists():
+            outcome.notes.append("the subagent left no transcript")  # a compaction's summarizer writes none (2.1.332)
+        elif self.params.record:
+            outcome.stored = self.store_reply(event)
         if event.rolls_gist:
             outcome.notes.append(self.write_gist(event.session))
         return outcome
@@ -80,19 +87,31 @@ class Conversation:
         return self.record(event.session, transcript, roles=("assistant",)) if transcript is not None else 0
 
     def session_start(self, event: HookEvent) -> Outcome:
-        """The session-start pack; after a compaction it leads with this session's gist, which compaction did not
-        drop."""
+        """The session-start pack, once per session (`session_packs`): nothing when the session is continued or
+        resumed (its history holds the pack), the pack again after a compaction or a /clear (which dropped it)."""
+        data_dir = self.ledger.paths.data_dir
+        if event.source not in AGAIN and handed(data_dir, event.session) is not None:
+            return Outcome(notes=["the session was handed its pack before"])
+        outcome = self.start_pack(event)
+        if outcome.context and not hand(data_dir, event.session, event.source, outcome.handed):
+            return Outcome(notes=["the session was handed its pack before"])
+        return outcome
+
+    def start_pack(self, event: HookEvent) -> Outcome:
+        """The session-start pack, whoever it is for; after a compaction it leads with this session's gist, which
+        compaction did not drop."""
         budget = self.params.start_tokens
         if budget <= 0:  # turned off (LEDGER_HOOK_START_TOKENS=0)
             return Outcome()
-        lead = ""
+        lead, handed_ids = "", []
         if event.source == "compact" and (gist := next(iter(self.journal.gists(event.session)), None)):
             lead = f"This session so far (its gist in the project ledger, {gist.id}):\n{gist.text}\n\n"
             budget -= ESTIMATE.count(lead)
+            handed_ids.append(gist.id)
         if budget < 100:  # the pack's smallest budget; the gist alone fills what there is
-            return Outcome(context=lead.strip() or None)
-        pack = self.ledger.context(None, token_budget=budget, tokens=ESTIMATE)
-        return Outcome(context=(lead + pack.text).strip() or None)
+            return Outcome(context=lead.strip() or None, handed=handed_ids)
+        pack = self.ledger.context(None, token_budget=budget, tokens=ESTIMATE, leave_out=handed_ids)
+        return Outcome(context=(lead + pack.text).strip() or None, handed=[*handed_ids, *pack.ids])
 
     def prompt(self, event: HookEvent) -> Outcome:
         """Store the prompt as a turn, then inject what clears the hook's floor, or nothing."""
@@ -111,7 +130,10 @@ class Conversation:
         query = retrieval.validate.text(event.prompt, "prompt")
         # BM25 alone, also in a server whose model is loaded: the floor is a share of the prompt's terms.
         ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor, lexical=True).ranked
-        chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=[stored_id or ""])
+        # Already in front of the agent: the prompt just stored, what the session's start pack held, its own gist.
+        shown = [stored_id or "", *(handed(self.ledger.paths.data_dir, event.session) or [])]
+        shown += [gist.id for gist in self.journal.gists(event.session)]
+        chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=shown)
         if injection := render_injection(chosen, self.params.inject_tokens, ESTIMATE.count, searchable_words(query)):
             outcome.context, outcome.injected = injection.text, injection.ids
         return outcome

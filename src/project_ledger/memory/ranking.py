@@ -44,6 +44,7 @@ PLACE = 10  # a list place's signal is PLACE / (PLACE + place): the top few of e
 # in the decision that answered it, yet it stated nothing. The restatements on the project corpus share 6 to 12.
 RESTATED_WORDS = 4
 TYPED_KINDS = frozenset({"decision", "definition", "constraint"})  # what holds until replaced
+RECORDED_WITHIN = 15 * 60.0  # seconds: a turn said this shortly before a memory written down on its topic is its source
 
 
 # What a candidate's score is made of, each a number the weights of `RankingParams.weights` multiply. A list place is
@@ -366,7 +367,8 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
     - A captured memory (a decision, definition, constraint or todo a turn stated) takes the better place of it
       and its turn, which goes: the memory is the sentence that answers, and `recall(expand=true)` leads back to
       the turn. A turn, or a captured sentence, that restates a decision, definition or constraint written down
-      on purpose among the results (most of its content words are in it) follows it.
+      on purpose among the results (most of its content words are in it) follows it; so does a turn of the same
+      session, on its topic, said shortly before it was written down: what it was recorded from.
     - Turns that say the same words (a prompt sent again, "run the tests and fix what fails") are one result:
       the newest, in the better place.
     - An acknowledgement ("ok", "thanks", "Same as before.") comes after everything else: it answers nothing.
@@ -374,7 +376,7 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
     echo = wording(asked) if asked else None
     kept = [r for r in ranked if not (echo and r.memory.kind == "turn" and wording(r.memory.text) == echo)]
     kept = _captured_first(kept, parent_of)
-    kept = placed_after(kept, _restated(kept, params.restated_share))
+    kept = placed_after(kept, {**_recorded_from(kept), **_restated(kept, params.restated_share)})
     kept = _newest_of_repeats(kept)
     return sorted(kept, key=lambda r: dialogue_act(r.memory.text) == "acknowledgement")  # stable: the rest keep their order
 
@@ -394,6 +396,33 @@ def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> l
         if chosen not in result:
             result.append(chosen)
     return result
+
+
+def _recorded_from(ranked: Sequence[Ranked]) -> dict[str, str]:
+    """{turn id: id of the memory written down from it}: a decision, definition or constraint written down on purpose,
+    and a turn said at most `RECORDED_WITHIN` before it, in its session (or any, when the agent gave it none), that
+    shares two of its content words or more ("We decided the retry policy for the gateway client. Remember it."
+    before the decision the agent stored)."""
+    written = [r.memory for r in ranked if r.memory.kind in TYPED_KINDS and "captured" not in r.memory.tags]
+    found: dict[str, str] = {}
+    for r in ranked:
+        turn = r.memory
+        if turn.kind != "turn":
+            continue
+        for memory in written:
+            same = memory.session is None or memory.session == turn.session
+            if same and turn.created_at <= memory.created_at and _seconds_between(turn, memory) <= RECORDED_WITHIN:
+                if len(content_words(turn.text) & content_words(memory.text)) >= 2:
+                    found[turn.id] = memory.id
+                    break
+    return found
+
+
+def _seconds_between(earlier: Memory, later: Memory) -> float:
+    def moment(memory: Memory) -> float:
+        return datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
+
+    return moment(later) - moment(earlier)
 
 
 def _restated(ranked: Sequence[Ranked], share: float) -> dict[str, str]:

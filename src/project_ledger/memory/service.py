@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
@@ -76,6 +76,7 @@ MAX_STALE_LISTED = 50
 RESERVED_TAGS = frozenset({"captured", "gist"})
 NEAR_DUPLICATE_CANDIDATES = 5
 RESTATED_KINDS = ("constraint", "decision", "definition")  # what a captured sentence may only restate
+INDEX_FIRST_SECONDS = 10.0  # the longest the code index and the tokenizer wait for the memory index to open
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,16 +130,47 @@ class LedgerService:
         # The entry points' names for the retrieval's own methods: recall, and the recall debugger's explanation.
         self.recall = self.retrieval.recall
         self.explain_recall = self.retrieval.explain
+        self._closing = threading.Lock()
+        self._closed = False
+        self._released = threading.Event()  # the start-up's heavy part may go on
+        self._hold_seconds = 0.0
 
-    def start(self) -> None:
+    def start(self, hold_seconds: float = 0.0) -> None:
         """Background start-up for a long-running server: the index and model, and the tokenizer's
-        half-second load, all kept off the first request."""
-        self.sync.start()
-        if self.code is not None:
-            self.code.start()
-        threading.Thread(target=self.tokens.count, args=("warm up",), name="ledger-tokens", daemon=True).start()
+        half-second load, all kept off the first request.
+
+        The memory index opens first, on its own: a prompt hook the server answers as its session starts waits for
+        it, and the code scan, the file watcher and the tokenizer's load begun beside it made that take a second
+        instead of a tenth of one. Then, for up to `hold_seconds` or until `release_start`, the rest waits (the
+        model's load, the code index, the tokenizer): a server whose client runs the ledger's prompt hook gets that
+        hook within a second or two of its start, and answers it on an otherwise idle process."""
+        self._hold_seconds = hold_seconds
+        if hold_seconds <= 0:
+            self._released.set()
+        self.sync.start(before_model=self._held)
+        threading.Thread(target=self._start_after_index, name="ledger-start", daemon=True).start()
+
+    def release_start(self) -> None:
+        """The first hook or tool call is answered (or one is waiting): the start-up's held part goes on."""
+        self._released.set()
+
+    def _held(self) -> None:
+        self._released.wait(self._hold_seconds)
+
+    def _start_after_index(self) -> None:
+        self.sync.opened(INDEX_FIRST_SECONDS)
+        self._held()
+        with self._closing:
+            if self._closed:
+                return
+            if self.code is not None:
+                self.code.start()
+        self.tokens.count("warm up")
 
     def close(self) -> None:
+        with self._closing:
+            self._closed = True
+        self._released.set()
         self.gists.close()
         if self.code is not None:
             self.code.close()
@@ -396,11 +428,18 @@ class LedgerService:
     # -- context packs -----------------------------------------------------------
 
     def context(
-        self, query: str | None = None, token_budget: int = 4000, *, session: str | None = None, tokens: TokenCounter | None = None
+        self,
+        query: str | None = None,
+        token_budget: int = 4000,
+        *,
+        session: str | None = None,
+        tokens: TokenCounter | None = None,
+        leave_out: Collection[str] = (),
     ) -> ContextResult:
         """One block within `token_budget`: project context, pins, then (for a query) the memories and code
         it needs, then the session's latest turns. Being put in a pack is not use: access stats stay as they
-        were (see `Recall.touch`). `tokens` counts instead of the ledger's tiktoken counter (a hook's estimate)."""
+        were (see `Recall.touch`). `tokens` counts instead of the ledger's tiktoken counter (a hook's estimate);
+        the gists in `leave_out` are left out (the hook's pack after a compaction leads with the session's own)."""
         if not MIN_CONTEXT_TOKENS <= token_budget <= self.limits.max_result_tokens:
             raise InvalidArgument(
                 f"token_budget={token_budget} is out of range: give {MIN_CONTEXT_TOKENS} to {self.limits.max_result_tokens} "
@@ -411,6 +450,7 @@ class LedgerService:
         sections = stable_sections(self.project_context.read(), self.paths.project_context, pinned)
         # A question alone gets what is relevant to it; a session (or a session start) also gets the gists.
         gists = self.gists.for_context(session) if session is not None or query is None else []
+        gists = [gist for gist in gists if gist.id not in leave_out]
         shown = {m.id for m in (*pinned, *gists)}
         mode = self.retrieval.mode()
         memories: list[RecallHit] = []

@@ -122,26 +122,32 @@ class PreparedModel:
         return self.folder / TABLE_FILE
 
 
-def user_cache() -> Path:
-    """The platform's per-user cache folder for the ledger."""
-    if os.environ.get("XDG_CACHE_HOME"):
-        base = Path(os.environ["XDG_CACHE_HOME"])
-    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path.home() / ".cache"
+def user_cache() -> Path | None:
+    """The platform's per-user cache folder for the ledger; None without a home directory."""
+    try:
+        if os.environ.get("XDG_CACHE_HOME"):
+            base = Path(os.environ["XDG_CACHE_HOME"])
+        elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+            base = Path(os.environ["LOCALAPPDATA"])
+        elif sys.platform == "darwin":
+            base = Path.home() / "Library" / "Caches"
+        else:
+            base = Path.home() / ".cache"
+    except RuntimeError:  # Path.home() when no home directory can be found
+        return None
     return base / "project-ledger"
 
 
 def prepared_model(fallback: Path) -> PreparedModel:
     """The prepared model, made now if need be: in the user's cache folder, else in `fallback` (the ledger's data).
     Raises OSError when neither can be written, RuntimeError when a shipped or prepared file fails its hash."""
-    try:
-        return _prepared_in(user_cache() / "models")
-    except OSError:
-        return _prepared_in(fallback)
+    cache = user_cache()
+    if cache is not None:
+        try:
+            return _prepared_in(cache / "models")
+        except OSError:
+            pass
+    return _prepared_in(fallback)
 
 
 def _prepared_in(parent: Path) -> PreparedModel:

@@ -22,7 +22,9 @@ MICROSOFT = "com.microsoft"  # ONNX Runtime's own operators: DynamicQuantizeMatM
 
 
 class _Graph:
-    """A model's nodes with who makes and who reads each value; `apply` writes the edited node list back."""
+    """A model's nodes with who makes and who reads each value, and the edits to make: the nodes at `dropped` left
+    out, each node at `replaced` swapped for the nodes given, in its place (after its inputs exist, before any use of
+    its outputs)."""
 
     def __init__(self, model: onnx.ModelProto) -> None:
         self.model = model
@@ -32,19 +34,22 @@ class _Graph:
         for i, node in enumerate(self.nodes):
             for name in node.input:
                 self.users.setdefault(name, []).append(i)
+        self.dropped: set[int] = set()
+        self.replaced: dict[int, list[onnx.NodeProto]] = {}
 
     def maker(self, value: str, op_type: str) -> int | None:
         i = self.made_by.get(value)
         return i if i is not None and self.nodes[i].op_type == op_type else None
 
-    def apply(self, dropped: set[int], replaced: dict[int, list[onnx.NodeProto]]) -> None:
-        """Leave out the nodes at `dropped` and put each node at `replaced` in the place of the nodes given (after
-        its inputs exist, before any use of its outputs)."""
+    def apply(self, none_found: str) -> None:
+        """Write the edited node list back into the model; raise ValueError(`none_found`) if there is no edit."""
+        if not self.replaced:
+            raise ValueError(none_found)
         kept: list[onnx.NodeProto] = []
         for i, node in enumerate(self.nodes):
-            if i in replaced:
-                kept += replaced[i]
-            elif i not in dropped:
+            if i in self.replaced:
+                kept += self.replaced[i]
+            elif i not in self.dropped:
                 kept.append(node)
         del self.model.graph.node[:]
         self.model.graph.node.extend(kept)
@@ -98,17 +103,14 @@ def gather_before_dequantize(model: onnx.ModelProto, table: str) -> None:
     looked_up = nodes[gather]
     ids = looked_up.input[1]
     rows_q, rows_scale = f"{table}_rows_q", f"{table}_rows_scale"
-    graph.apply(
-        {cast, mul},
-        {
-            gather: [
-                _like(looked_up, [quantized, ids], [rows_q], name=f"{looked_up.name}_q"),
-                _like(looked_up, [scale, ids], [rows_scale], name=f"{looked_up.name}_scale"),
-                _like(nodes[cast], [rows_q]),
-                _like(nodes[mul], [floats, rows_scale], looked_up.output),
-            ]
-        },
-    )
+    graph.dropped |= {cast, mul}
+    graph.replaced[gather] = [
+        _like(looked_up, [quantized, ids], [rows_q], name=f"{looked_up.name}_q"),
+        _like(looked_up, [scale, ids], [rows_scale], name=f"{looked_up.name}_scale"),
+        _like(nodes[cast], [rows_q]),
+        _like(nodes[mul], [floats, rows_scale], looked_up.output),
+    ]
+    graph.apply(f"nothing to edit for {table}")
 
 
 def without_nan_guards(model: onnx.ModelProto) -> None:
@@ -119,8 +121,6 @@ def without_nan_guards(model: onnx.ModelProto) -> None:
     Raises ValueError if the graph has no such guard."""
     graph = _Graph(model)
     nodes, users = graph.nodes, graph.users
-    dropped: set[int] = set()
-    replaced: dict[int, list[onnx.NodeProto]] = {}
     for i, node in enumerate(nodes):
         softmax = graph.maker(node.input[0], "Softmax") if node.op_type == "IsNaN" else None
         if softmax is None:
@@ -129,11 +129,9 @@ def without_nan_guards(model: onnx.ModelProto) -> None:
         guards = [u for u in users[node.output[0]] if nodes[u].op_type == "Where" and nodes[u].input[2] == probabilities]
         if len(guards) != 1 or len(users[node.output[0]]) != 1 or sorted(users[probabilities]) != sorted([i, guards[0]]):
             continue
-        replaced[softmax] = [_like(nodes[softmax], nodes[softmax].input, nodes[guards[0]].output)]
-        dropped |= {i, guards[0]}
-    if not replaced:
-        raise ValueError("the model has no Where(IsNaN(p), 0, p) after a Softmax")
-    graph.apply(dropped, replaced)
+        graph.replaced[softmax] = [_like(nodes[softmax], nodes[softmax].input, nodes[guards[0]].output)]
+        graph.dropped |= {i, guards[0]}
+    graph.apply("the model has no Where(IsNaN(p), 0, p) after a Softmax")
 
 
 def integer_matmuls(model: onnx.ModelProto) -> None:
@@ -145,8 +143,6 @@ def integer_matmuls(model: onnx.ModelProto) -> None:
     ValueError if no product has this shape of nodes."""
     graph = _Graph(model)
     nodes, users = graph.nodes, graph.users
-    dropped: set[int] = set()
-    replaced: dict[int, list[onnx.NodeProto]] = {}
     for i, node in enumerate(nodes):
         if node.op_type != "MatMul" or len(node.input) != 2:
             continue
@@ -159,11 +155,9 @@ def integer_matmuls(model: onnx.ModelProto) -> None:
         weights, scale = nodes[cast].input[0], nodes[mul].input[1]
         if not (weights.endswith("_q") and scale.endswith("_scale")):
             continue
-        replaced[i] = [_microsoft("DynamicQuantizeMatMul", [node.input[0], weights, scale], node.output, node.name)]
-        dropped |= {mul, cast}
-    if not replaced:
-        raise ValueError("the model has no MatMul of int8 weights dequantized by a Cast and a Mul")
-    graph.apply(dropped, replaced)
+        graph.replaced[i] = [_microsoft("DynamicQuantizeMatMul", [node.input[0], weights, scale], node.output, node.name)]
+        graph.dropped |= {mul, cast}
+    graph.apply("the model has no MatMul of int8 weights dequantized by a Cast and a Mul")
     if all(opset.domain != MICROSOFT for opset in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid(MICROSOFT, 1))
 
@@ -177,8 +171,6 @@ def biases_in_products(model: onnx.ModelProto) -> None:
     graph = _Graph(model)
     nodes, users = graph.nodes, graph.users
     constants = {tensor.name for tensor in model.graph.initializer}
-    dropped: set[int] = set()
-    replaced: dict[int, list[onnx.NodeProto]] = {}
     for i, node in enumerate(nodes):
         if node.op_type != "Add" or len(node.input) != 2:
             continue
@@ -186,12 +178,10 @@ def biases_in_products(model: onnx.ModelProto) -> None:
             product = graph.maker(value, "DynamicQuantizeMatMul")
             if product is None or bias not in constants or len(users[value]) != 1 or len(nodes[product].input) != 3:
                 continue
-            replaced[product] = [_like(nodes[product], [*nodes[product].input, "", bias], node.output)]
-            dropped.add(i)
+            graph.replaced[product] = [_like(nodes[product], [*nodes[product].input, "", bias], node.output)]
+            graph.dropped.add(i)
             break
-    if not replaced:
-        raise ValueError("the model has no DynamicQuantizeMatMul followed by the Add of a constant bias")
-    graph.apply(dropped, replaced)
+    graph.apply("the model has no DynamicQuantizeMatMul followed by the Add of a constant bias")
 
 
 def without_attention_mask(model: onnx.ModelProto, mask_input: str = "attention_mask") -> None:
@@ -208,8 +198,6 @@ def without_attention_mask(model: onnx.ModelProto, mask_input: str = "attention_
         maker = graph.made_by.get(value)
         return value == mask_input or (maker is not None and any(from_mask(name) for name in nodes[maker].input if name))
 
-    dropped: set[int] = set()
-    replaced: dict[int, list[onnx.NodeProto]] = {}
     for i, node in enumerate(nodes):
         total = graph.maker(node.input[0], "Add") if node.op_type == "Softmax" and node.input else None
         if total is None or len(nodes[total].input) != 2:
@@ -218,11 +206,9 @@ def without_attention_mask(model: onnx.ModelProto, mask_input: str = "attention_
         if graph.maker(mask, "MatMul") is not None:
             scores, mask = mask, scores
         if graph.maker(scores, "MatMul") is not None and from_mask(mask):
-            replaced[i] = [_like(node, [scores])]
-            dropped.add(total)
-    if not replaced:
-        raise ValueError(f"the model has no Softmax of scores plus a mask made from {mask_input}")
-    graph.apply(dropped, replaced)
+            graph.replaced[i] = [_like(node, [scores])]
+            graph.dropped.add(total)
+    graph.apply(f"the model has no Softmax of scores plus a mask made from {mask_input}")
 
 
 def fused_gelus(model: onnx.ModelProto) -> None:
@@ -251,8 +237,6 @@ def fused_gelus(model: onnx.ModelProto) -> None:
                 return i, value
         return None
 
-    dropped: set[int] = set()
-    replaced: dict[int, list[onnx.NodeProto]] = {}
     for i, node in enumerate(nodes):
         if node.op_type != "Mul" or len(node.input) != 2:
             continue
@@ -262,12 +246,10 @@ def fused_gelus(model: onnx.ModelProto) -> None:
             erf = plus_one and step(plus_one[1], "Erf", None)
             scaled = erf and step(erf[1], "Div", math.sqrt(2))
             if half and plus_one and erf and scaled and scaled[1] == x:
-                replaced[i] = [_microsoft("Gelu", [x], node.output, node.name)]
-                dropped |= {half[0], plus_one[0], erf[0], scaled[0]}
+                graph.replaced[i] = [_microsoft("Gelu", [x], node.output, node.name)]
+                graph.dropped |= {half[0], plus_one[0], erf[0], scaled[0]}
                 break
-    if not replaced:
-        raise ValueError("the model has no GELU spelled out with Erf")
-    graph.apply(dropped, replaced)
+    graph.apply("the model has no GELU spelled out with Erf")
     still_read = {name for node in model.graph.node for name in node.input}
     kept = [tensor for tensor in model.graph.initializer if tensor.name not in scalars or tensor.name in still_read]
     del model.graph.initializer[:]

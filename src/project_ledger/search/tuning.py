@@ -60,10 +60,10 @@ MEMORY_CANDIDATES = CandidateParams()
 # e-fold of uses); `outdated` keeps its x0.7, tuned on how often an outdated version came first.
 LEARNED_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
-        "places": 0.7, "bm25_place": 0.05, "dense_place": 0.0, "bm25": 0.2, "cosine": 0.05, "cosine_gap": 0.0,
-        "coverage": 0.15, "from_neighbour": 0.15, "exact": 0.0, "bm25_first": 0.95, "dense_first": 0.0, "question": -1.011,
-        "acknowledgement": -1.204, "log": -1.0, "decided": 0.197, "typed": 0.101, "summary": -0.805, "fresh": 1.05,
-        "timely": 0.312, "outdated": -0.357, "session": 0.095, "used": 0.03,
+        "places": 0.75, "bm25_place": 0.15, "dense_place": 0.0, "bm25": 0.0, "cosine": 0.4, "cosine_gap": -0.1,
+        "coverage": 0.05, "from_neighbour": 0.35, "exact": 0.1, "bm25_first": 0.8, "dense_first": 0.05, "question": -1.011,
+        "acknowledgement": -1.204, "log": -1.0, "decided": 0.147, "typed": 0.101, "summary": -0.805, "fresh": 1.3,
+        "timely": 0.362, "outdated": -0.357, "session": 0.095, "used": 0.03,
     }
 )  # fmt: skip
 

@@ -120,6 +120,8 @@ class IndexSync:
         self._index: SearchIndex | None = None
         self._lock = threading.RLock()  # one catch-up at a time; searches wait for it
         self._model_settled = threading.Event()
+        self._before_model: Callable[[], None] | None = None
+        self._loading_model = False  # the worker is in the model's load
         self._embed_lock = threading.Lock()  # one embedding batch at a time: the worker's, or a search's fresh one
         self._complete_at = -1  # a journal revision at which every memory had a vector (-1: not known yet)
         self._compaction: _Compaction | None = None
@@ -143,16 +145,24 @@ class IndexSync:
 
     # -- lifecycle -------------------------------------------------------------
 
-    def start(self) -> None:
-        """Open the index and start the worker in the background; returns at once."""
+    def start(self, before_model: Callable[[], None] | None = None) -> None:
+        """Open the index and start the worker in the background; returns at once. `before_model` runs in the worker
+        between the open and the model's load (a server holds the load back while a hook is on its way)."""
+        self._before_model = before_model
         self._worker.start()
+
+    def opened(self, timeout: float) -> bool:
+        """Wait until the first open attempt is over, for at most `timeout` seconds; whether it is."""
+        return self._worker.wait_opened(timeout)
 
     def open_now(self) -> bool:
         """Open and catch up in the calling thread (the CLI's way); whether it opened."""
         return self._worker.open_now()
 
     def stop(self) -> None:
-        self._worker.stop(timeout=30)
+        # A model load is not waited for (a second or more, for a server whose client left during its start-up): once
+        # loaded, the worker sees the stop and ends with nothing left to write; the index is closed here meanwhile.
+        self._worker.stop(timeout=0.0 if self._loading_model else 30)
 
     def read_recorded(self) -> bool:
         """Instead of opening the index: read what the slot this process would open recorded when last written
@@ -195,7 +205,14 @@ class IndexSync:
                 self._index = None
 
     def _load_model(self) -> None:
-        self.embedder.load()
+        if self._before_model is not None:
+            self._before_model()
+        if not self._worker.stopping:  # a server closed while it held the load back loads no model
+            self._loading_model = True
+            try:
+                self.embedder.load()
+            finally:
+                self._loading_model = False
         self._model_settled.set()
 
     # -- the worker's steps: each round, after a kick or once a second -----------------

@@ -19,11 +19,12 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from project_ledger.errors import InvalidArgument, JournalDamaged, MemoryForgotten, MemoryNotFound, StorageError
 from project_ledger.models import Memory
@@ -120,7 +121,8 @@ _MEMORY_COLUMNS = (
 )
 
 
-def _row_to_memory(row: sqlite3.Row) -> Memory:
+def row_to_memory(row: Mapping[str, Any]) -> Memory:
+    """A `memories` row as a `Memory` (a journal from before the `suspicious` column reads as not flagged)."""
     return Memory(
         id=row["id"],
         text=row["text"],
@@ -137,7 +139,7 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
         deleted_at=row["deleted_at"],
         access_count=row["access_count"],
         last_accessed_at=row["last_accessed_at"],
-        suspicious=bool(row["suspicious"]),
+        suspicious=bool(row["suspicious"]) if "suspicious" in row.keys() else False,
     )
 
 
@@ -379,7 +381,7 @@ class Journal:
             f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE {column} IN ({marks}) AND deleted_at IS NULL {condition}",
             list(values),
         )
-        return {row["seq"]: _row_to_memory(row) for row in rows}
+        return {row["seq"]: row_to_memory(row) for row in rows}
 
     def get_by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
         """Live memories for index point ids; forgotten ones are left out."""
@@ -450,7 +452,7 @@ class Journal:
             f" SELECT {_MEMORY_COLUMNS} FROM memories WHERE seq IN (SELECT seq FROM derived) AND id != ? ORDER BY seq",
             (memory_id, memory_id),
         )
-        return [_row_to_memory(row) for row in rows]
+        return [row_to_memory(row) for row in rows]
 
     def purge_wal(self) -> bool:
         """Copy the WAL into the database and truncate it, so old page images of scrubbed rows leave the disk.
@@ -489,13 +491,13 @@ class Journal:
         rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
         if not rows:
             raise MemoryNotFound(memory_id)
-        return _row_to_memory(rows[0])
+        return row_to_memory(rows[0])
 
     def history(self, memory_id: str) -> list[Memory]:
         """The supersession chain through `memory_id`, oldest first (forgotten links show as tombstones)."""
         chain = [self.get(memory_id)]
         while older := self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE superseded_by = ?", (chain[0].id,)):
-            chain.insert(0, _row_to_memory(older[0]))
+            chain.insert(0, row_to_memory(older[0]))
         while chain[-1].superseded_by is not None:
             chain.append(self.get(chain[-1].superseded_by))
         return chain
@@ -518,7 +520,7 @@ class Journal:
             "ORDER BY seq DESC LIMIT ?",
             (session, limit),
         )
-        return [_row_to_memory(row) for row in rows]
+        return [row_to_memory(row) for row in rows]
 
     def neighbours(self, seqs: Sequence[int]) -> dict[int, list[int]]:
         """For each of these live turns with a session: the live turns said just before and just after it in that
@@ -593,7 +595,7 @@ class Journal:
             where += " AND session = ?"
             params.append(session)
         rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq DESC LIMIT ?", [*params, limit])
-        return [_row_to_memory(row) for row in rows]
+        return [row_to_memory(row) for row in rows]
 
     def gist_methods(self) -> dict[str, int]:
         """Current gists by the way they were written (their second tag: sampling or extractive)."""
@@ -637,7 +639,7 @@ class Journal:
         rows = self._read(
             f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE pinned = 1 AND deleted_at IS NULL ORDER BY created_at"
         )
-        return [_row_to_memory(row) for row in rows]
+        return [row_to_memory(row) for row in rows]
 
     def counts(self) -> Counts:
         rows = self._read(
@@ -692,7 +694,7 @@ class Journal:
         where = " AND ".join(conditions)
         total = self._read(f"SELECT COUNT(*) FROM memories WHERE {where}", params)[0][0]
         rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?", [*params, limit, offset])
-        return [_row_to_memory(row) for row in rows], total
+        return [row_to_memory(row) for row in rows], total
 
     def labels(self, limit: int = 500) -> tuple[list[str], list[str]]:
         """The tags and the sessions live memories carry (the most recent `limit` sessions), for filter choices."""
@@ -769,7 +771,7 @@ class Journal:
                     ):
                         sources.setdefault(seq, []).append(ExportedSource(id=source_id, relation=relation))
                     dumped.extend(
-                        ExportedMemory(**_row_to_memory(row).model_dump(), links=links.get(row["seq"], []), sources=sources.get(row["seq"], []))
+                        ExportedMemory(**row_to_memory(row).model_dump(), links=links.get(row["seq"], []), sources=sources.get(row["seq"], []))
                         for row in rows
                     )
             except sqlite3.Error as exc:

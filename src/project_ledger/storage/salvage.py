@@ -24,7 +24,6 @@ lost, and a file shorter than its header says may have held later ones.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Iterable, Mapping
@@ -37,6 +36,7 @@ from pydantic import ValidationError
 from project_ledger.errors import StorageError
 from project_ledger.models import KINDS
 from project_ledger.storage.backup import FORMAT, VERSION, ExportedLink, ExportedMemory, ExportedSource, ExportHeader
+from project_ledger.storage.journal import row_to_memory
 from project_ledger.storage.sqlite_pages import ScannedRow, scan
 
 # Queries that list memories' seqs without reading the table's own pages (an index holds the rowid of each entry),
@@ -117,27 +117,7 @@ def _seqs(db: sqlite3.Connection, sql: str) -> set[int]:
 
 
 def _memory(row: Mapping[str, Any], links: list[ExportedLink], sources: list[ExportedSource]) -> ExportedMemory:
-    columns = row.keys()
-    return ExportedMemory(
-        id=row["id"],
-        text=row["text"],
-        kind=row["kind"],
-        tags=json.loads(row["tags"]),
-        session=row["session"],
-        role=row["role"],
-        files=json.loads(row["files"]),
-        symbols=json.loads(row["symbols"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        pinned=bool(row["pinned"]),
-        superseded_by=row["superseded_by"],
-        deleted_at=row["deleted_at"],
-        access_count=row["access_count"],
-        last_accessed_at=row["last_accessed_at"],
-        suspicious=bool(row["suspicious"]) if "suspicious" in columns else False,
-        links=links,
-        sources=sources,
-    )
+    return ExportedMemory(**row_to_memory(row).model_dump(), links=links, sources=sources)
 
 
 def _truncated(db: sqlite3.Connection, path: Path) -> bool:

@@ -1,9 +1,10 @@
 """Secret redaction: every secret in a text is replaced by `[REDACTED:<type>]` before it is stored.
 
-Two kinds of detector run over the whole text:
+Three kinds of detector run over the whole text:
 
 - Formats with a fixed shape: private key blocks, AWS access key ids, GitHub,
-  Slack, OpenAI, Anthropic, Stripe and Google API keys, Slack webhooks, JWTs.
+  Slack, OpenAI, Anthropic, Stripe (keys and `whsec_` webhook secrets), Twilio,
+  Azure and Google client secrets, Google API keys, Slack webhooks, JWTs.
   A prefix and a length make these near-certain, so a match is redacted unless
   it is visibly a placeholder (`ghp_xxxx...`).
 - Values that are only secret by context: a password in a URL
@@ -13,12 +14,13 @@ Two kinds of detector run over the whole text:
   "my password was: ..."). These must not fire on
   ordinary code (`password = get_password()`, `token = token.strip()`,
   `api_key: ${OPENAI_API_KEY}`, `sort_key = "name"`), so the value has to look
-  random: long enough, letters mixed with digits or symbols, high Shannon
-  entropy, and not made of words the way identifiers are. Password-like names
+  random (`secret_values.looks_random`). Password-like names
   get a lower bar than key/token names, since a password is often a short
   word-and-digit mix while an API key is long and random. The passwords of
   examples and local defaults (`password1`, `admin`, `postgres:postgres@`) and
   passphrases with spaces are left alone.
+- Secrets named in prose in any other phrasing (`named_secrets`): `and secret
+  <value>`, `aws secret access key: <value>`, `<value> is the staging api key`.
 
 Only the secret itself is replaced; the name, the URL around a password and the
 line breaks stay. A private key is replaced as one block from BEGIN to END, or
@@ -33,28 +35,31 @@ costs about 8.5 ms per KB of ordinary code (this module: well under 0.1 ms);
 it reports secrets per line, so a private key is flagged by its BEGIN line
 only; its OpenAI plugin knows only the legacy `T3BlbkFJ` keys and there is no
 Anthropic plugin; and its keyword plugin flags any word after `password =`.
-What it would contribute beyond that is a dozen short regexes, written here
-against the providers' documented formats. `benchmarks/redaction.py` measures
-the detectors on fake secrets and their false positives on real code and prose.
+Re-checked for issue 32: 1.5.0 (May 2024) is still its latest release, and its
+keyword plugin reads assignments and quoted strings, not a secret named in a
+sentence, which is what was missing here. What it would contribute beyond that
+is a dozen short regexes, written here against the providers' documented
+formats. `benchmarks/redaction.py` measures the detectors on fake secrets, on
+a generated set of secrets in many phrasings, and their false positives on
+real code and prose.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from project_ledger.text import bounded_scan
+from project_ledger.text import bounded_scan, named_secrets
 from project_ledger.text.bounded_scan import Budget, ScanTimedOut
+from project_ledger.text.secret_values import EXAMPLE_PASSWORD, fragment_positions, looks_random, not_placeholder
 
 log = logging.getLogger(__name__)
 
 _MARKER = "[REDACTED:{}]"
-_MARKER_START = "[REDACTED:"
 
 
 @dataclass(frozen=True)
@@ -77,73 +82,8 @@ class _Detector:
     accept: Callable[[re.Match[str]], bool] | None = None
 
 
-# A value that only stands in for a secret: a template, a mask, an elision, an invitation to fill it in.
-_PLACEHOLDER = re.compile(r"x{5,}|\*{3,}|\.{3}|…|\$\{|\{\{|%\(|<|>|your[_-]|placeholder|change[_-]?me|redacted", re.I)
-
-
-def _not_placeholder(secret: str) -> bool:
-    return _PLACEHOLDER.search(secret) is None and _MARKER_START not in secret
-
-
 def _group_not_placeholder(group: str | int) -> Callable[[re.Match[str]], bool]:
-    return lambda m: _not_placeholder(m[group])
-
-
-# The passwords of examples and local defaults: password1, secret123, admin, test!, guest.
-_EXAMPLE_PASSWORD = re.compile(
-    r"(?:my|your)?[-_]?(?:p(?:ass)?w(?:or)?d|pass|pw|secret|token|test(?:ing)?|admin|example|sample|demo|dummy|fake|default|qwerty|letmein|welcome"
-    r"|hello|foo|bar|baz|user|guest|root)[-_]?[0-9]{0,6}[!.?]*",
-    re.I,
-)
-
-
-def _entropy(value: str) -> float:
-    """Shannon entropy in bits per character."""
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
-
-
-# Pieces an identifier is built from: `authTokenV2Handler` -> auth, Token, V, 2, Handler. Random strings
-# break into many short pieces (`wJalrXUtn` -> w, Jalr, X, Utn), identifiers into fewer, longer ones,
-# most of them pronounceable words.
-_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_VOWEL = re.compile(r"[aeiouAEIOU]")
-# Only used whole (`fullmatch`); the lookbehind lets a search enter a run of letters at its start only.
-_IDENTIFIER_LIKE = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?:"
-    r"[a-z]+[0-9]*(?:[_.\-](?:[a-z]+[0-9]*|[0-9]+))+"  # snake, kebab, dotted: my_app_v2, api-key-1
-    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # SCREAMING_SNAKE
-    r"|[a-z]+(?:[A-Z][a-z]+[0-9]*)+"  # camelCase
-    r"|(?:[A-Z][a-z]+[0-9]*)+"  # PascalCase
-    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID: an id, not a credential
-    r")"
-)
-
-
-def _looks_random(value: str, *, password: bool) -> bool:
-    """Whether a value assigned to a secret-sounding name is plausibly the secret itself.
-
-    `password` lowers the bar for names like `DB_PASSWORD`, since a real
-    password such as Summer2024! would not pass for an API key.
-    """
-    n = len(value)
-    if n < (8 if password else 16) or not _not_placeholder(value) or _EXAMPLE_PASSWORD.fullmatch(value):
-        return False
-    if _IDENTIFIER_LIKE.fullmatch(value):
-        return False
-    has_alpha = any(c.isalpha() for c in value)
-    has_digit = any(c.isdigit() for c in value)
-    has_symbol = any(not c.isalnum() and c not in "_-." for c in value)
-    if password:
-        return has_alpha and (has_digit or has_symbol) and _entropy(value) >= 2.5
-    has_upper_and_lower = any(c.isupper() for c in value) and any(c.islower() for c in value)
-    if not (has_alpha and (has_digit or has_upper_and_lower)) or _entropy(value) < 2.75:
-        return False
-    pieces = _PIECE.findall(value)
-    in_words = sum(len(p) for p in pieces if len(p) >= 3 and p.isalpha() and _VOWEL.search(p))
-    # Share of random values that pass, measured: base62 98.5% at 16 characters and 99.9% at 32; hex 97% and 99.7%;
-    # [a-z0-9] only 87% and 94%, as its letters run into word-like pieces more often.
-    return len(pieces) >= 0.25 * n and in_words < 0.75 * n
+    return lambda m: not_placeholder(m[group])
 
 
 _PEM_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?"
@@ -172,9 +112,9 @@ _URL_PASSWORD = bounded_scan.compile(r"://(?<=[A-Za-z0-9]://)(?P<user>[^\s:/?#@\
 
 def _real_url_password(m: re.Match[str]) -> bool:
     pw = m["pw"]
-    if pw == m["user"] or pw.startswith(("$", "{", "%s", "%(")) or _EXAMPLE_PASSWORD.fullmatch(pw):
+    if pw == m["user"] or pw.startswith(("$", "{", "%s", "%(")) or EXAMPLE_PASSWORD.fullmatch(pw):
         return False  # postgres:postgres@, a template, or user:password@ in an example
-    return _not_placeholder(pw) and set(pw) != {"x"}
+    return not_placeholder(pw) and set(pw) != {"x"}
 
 
 _AUTH_HEADER = bounded_scan.compile(
@@ -213,21 +153,7 @@ _NOT_SECRET_NAME_ENDS = frozenset(
 )
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SEPARATOR = re.compile(r"[_.\-]+")
-_DOTTED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+")  # used whole, as _IDENTIFIER_LIKE
-
-
-def _fragment_positions(text: str) -> list[int]:
-    """Where the text holds one of _NAME_FRAGMENTS, case-insensitively, in order."""
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a few characters lower-case to two ("İ"); keep the offsets aligned
-        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-    positions = []
-    for fragment in _NAME_FRAGMENTS:
-        position = lowered.find(fragment)
-        while position != -1:
-            positions.append(position)
-            position = lowered.find(fragment, position + 1)
-    return sorted(positions)
+_DOTTED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+")  # used whole (`fullmatch`)
 
 
 class _Overread(Exception):
@@ -242,7 +168,7 @@ MAX_READS_PER_CHARACTER = 8
 def _secret_assignments(text: str, budget: Budget) -> Iterator[tuple[int, int]]:
     done = 0  # the end of the last name looked at, or of the last secret found
     allowance = MAX_READS_PER_CHARACTER * len(text)
-    for position in _fragment_positions(text):
+    for position in fragment_positions(text, _NAME_FRAGMENTS):
         if position < done:
             continue
         end = done = bounded_scan.match(_NAME_TAIL, text, budget, position).end()  # type: ignore[union-attr]  # {0,n} always matches
@@ -269,7 +195,7 @@ def _secret_assignments(text: str, budget: Budget) -> Iterator[tuple[int, int]]:
             continue
         if all(k["generic"] for k in keywords) and _NOT_SECRET_KEY_WORDS.intersection(words):
             continue
-        if _looks_random(value, password=any(k["pw"] for k in keywords)):
+        if looks_random(value, password=any(k["pw"] for k in keywords)):
             done = m.start(group) + len(value)
             yield m.start(group), done
 
@@ -297,7 +223,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         bounded_scan.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>T[A-Z0-9]{1,32}+/[A-Z0-9]{1,32}+/[A-Za-z0-9]{8,}+)"),
         ("hooks.slack.com",),
         group="path",
-        accept=lambda m: _not_placeholder(m["path"]) and "/B00000000/" not in m["path"],
+        accept=lambda m: not_placeholder(m["path"]) and "/B00000000/" not in m["path"],
     ),
     _Detector(
         "slack_token",
@@ -315,12 +241,36 @@ _DETECTORS: tuple[_Detector, ...] = (
         "openai_key",
         bounded_scan.compile(r"(?a)\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{32,256})(?![A-Za-z0-9_\-])"),
         ("sk-",),
-        accept=lambda m: _not_placeholder(m[0]) and _looks_random(m["body"], password=False),
+        accept=lambda m: not_placeholder(m[0]) and looks_random(m["body"], password=False),
     ),
     _Detector(
         "stripe_key",
         bounded_scan.compile(r"(?a)\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}\b"),
         ("_live_", "_test_"),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "webhook_secret",
+        bounded_scan.compile(r"(?a)\bwhsec_[A-Za-z0-9_+/]{20,256}+={0,2}+"),
+        ("whsec_",),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "twilio_key",
+        bounded_scan.compile(r"(?a)\bSK[0-9a-fA-F]{32}\b"),
+        ("SK",),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "azure_client_secret",
+        bounded_scan.compile(r"(?a)(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"),
+        ("Q~",),
+        accept=_group_not_placeholder(0),
+    ),
+    _Detector(
+        "google_client_secret",
+        bounded_scan.compile(r"(?a)\bGOCSPX-[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])"),
+        ("GOCSPX-",),
         accept=_group_not_placeholder(0),
     ),
     _Detector(
@@ -332,14 +282,14 @@ _DETECTORS: tuple[_Detector, ...] = (
         _AUTH_HEADER,
         ("uthorization",),
         group="value",
-        accept=lambda m: _looks_random(m["value"], password=False),
+        accept=lambda m: looks_random(m["value"], password=False),
     ),
 )
-TYPES: tuple[str, ...] = (*(d.kind for d in _DETECTORS), "secret_assignment")
+TYPES: tuple[str, ...] = (*(d.kind for d in _DETECTORS), "secret_assignment", "named_secret")
 # One pass for what the detectors' hints and the name fragments check one by one: most texts (symbol
 # signatures and docstrings by the hundred thousand) hold none of them and leave at once.
 _ANY_HINT = re.compile("|".join(re.escape(hint) for detector in _DETECTORS for hint in detector.hints))
-_ANY_FRAGMENT = re.compile("|".join(_NAME_FRAGMENTS))
+_ANY_FRAGMENT = re.compile("|".join(dict.fromkeys((*_NAME_FRAGMENTS, *named_secrets.FRAGMENTS))))
 
 
 def _add(spans: list[tuple[int, int, str]], start: int, end: int, kind: str) -> None:
@@ -380,7 +330,7 @@ def _around_hints(text: str, hints: tuple[str, ...], kind: str) -> Iterator[tupl
 def _secret_words_to_line_ends(text: str) -> Iterator[tuple[int, int]]:
     """The stand-in for `_secret_assignments` when its scan was cut short: each name holding a secret-sounding
     word (`db_password`), and the rest of its line."""
-    for position in _fragment_positions(text):
+    for position in fragment_positions(text, _NAME_FRAGMENTS):
         start = position
         while start > 0 and position - start < MAX_NAME and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
             start -= 1
@@ -420,6 +370,13 @@ def redact(text: str, seconds: float = bounded_scan.SCAN_SECONDS) -> Redacted:
         assignments = list(_secret_words_to_line_ends(text))
     for start, end in assignments:
         _add(spans, start, end, "secret_assignment")
+    try:
+        named = list(named_secrets.find(text, budget))
+    except ScanTimedOut:
+        cut_short.append("named_secret")
+        named = list(named_secrets.lines_with_words(text))
+    for start, end in sorted(named):
+        _add(spans, start, end, "named_secret")
     if cut_short:
         log.warning(
             "the secret scan of a %d-character text was cut short, by its %.1f s budget or its read limit (%s); "

@@ -49,9 +49,11 @@ class ClientHooks(ABC):
         """The event as the hooks log names it."""
         return f"{self.name}/{payload['hook_event_name']}"
 
-    def fresh_start(self, payload: Any) -> bool:
-        """Whether `payload` starts a session afresh, so that the kept session-start pack may answer it."""
-        return False
+    def start_of(self, payload: Any) -> tuple[str, str | None] | None:
+        """The session and its source (startup, resume, clear) when `payload` starts a session that a kept
+        session-start pack may answer (not after a compaction), read without checking the rest of the input; None for
+        anything else."""
+        return None
 
     @abstractmethod
     def config_file(self, root: Path, shared: bool = False) -> Path:

@@ -83,9 +83,13 @@ class ClaudeCode(ClientHooks):
     def log_name(self, payload: dict[str, Any]) -> str:
         return str(payload["hook_event_name"])
 
-    def fresh_start(self, payload: Any) -> bool:
-        starting = isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart"
-        return starting and payload.get("source") != "compact"
+    def start_of(self, payload: Any) -> tuple[str, str | None] | None:
+        if not isinstance(payload, dict) or payload.get("hook_event_name") != "SessionStart" or payload.get("source") == "compact":
+            return None
+        session, source = payload.get("session_id"), payload.get("source")
+        if not isinstance(session, str) or not session.strip() or not isinstance(source, str | None):
+            return None
+        return session, source
 
     def config_file(self, root: Path, shared: bool = False) -> Path:
         return root / ".claude" / ("settings.json" if shared else "settings.local.json")
