@@ -133,6 +133,5 @@ def entry_runs(entry: Any, mark: str) -> bool:
 
 def group_runs(group: Any, mark: str) -> bool:
     """Whether a group of commands holds one whose command line contains `mark`."""
-    return isinstance(group, dict) and any(
-        isinstance(hook, dict) and mark in str(hook.get("command", "")) for hook in group.get("hooks", []) or []
-    )
+    commands = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(commands, list) and any(entry_runs(command, mark) for command in commands)

@@ -5,7 +5,9 @@ Every hook gets `session_id`, `transcript_path`, `cwd` and `hook_event_name` as 
 SessionEnd `reason`, PreCompact `trigger`. Context goes back as
 `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}` on stdout. What was said is read from the
 session's transcript (`memory/transcript.py`). The hooks are configured in `.claude/settings.local.json` (or, shared
-with the team, `.claude/settings.json`): per event, groups of commands.
+with the team, `.claude/settings.json`): per event, groups of commands. Claude Code merges those with the user's
+`~/.claude/settings.json`, and `disableAllHooks` in any of them turns every hook off (`ledger_hook_events`, which the
+server reads to know what a session is handed besides its own instructions).
 """
 
 from __future__ import annotations
@@ -102,3 +104,23 @@ class ClaudeCode(ClientHooks):
 
     def is_ours(self, entry: Any) -> bool:
         return group_runs(entry, self.mark)
+
+
+def settings_files(root: Path, home: Path) -> list[Path]:
+    """The files Claude Code reads hooks from for a session in `root`, the user's first."""
+    return [home / ".claude" / "settings.json", root / ".claude" / "settings.json", root / ".claude" / "settings.local.json"]
+
+
+def ledger_hook_events(root: Path, home: Path) -> frozenset[str]:
+    """The events whose hooks run the ledger's hook in a Claude Code session in `root`; none if hooks are turned off.
+    A file that cannot be read or is not JSON adds nothing (Claude Code would not run hooks from it either)."""
+    client, events = ClaudeCode(), set[str]()
+    for path in settings_files(root, home):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict) and document.get("disableAllHooks") is True:
+            return frozenset()
+        events |= client.hooked_events(document)
+    return frozenset(events)
