@@ -227,7 +227,7 @@ class Corpus:
         candidates = [Candidates(dense=found, sparse=c.sparse) for found, c in zip(hits, self.pool.candidates, strict=True)]
         live = self.memories
         lexical = [
-            self.ledger.sync.coverage(self.ledger.sync.terms(q.text), {h.seq: self.memories[h.seq].text for h in (*c.dense, *c.sparse) if h.seq in live})
+            self.ledger.gateway.coverage(self.ledger.gateway.terms(q.text), {h.seq: self.memories[h.seq].text for h in (*c.dense, *c.sparse) if h.seq in live})
             for q, c in zip(self.items, candidates, strict=True)
         ]
         pool = replace(

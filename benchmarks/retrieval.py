@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import common
-import project_ledger.storage.journal as journal_module
+import project_ledger.storage.journal.memories as journal_memories
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.memory.project_context import ProjectContextFile
@@ -146,10 +146,10 @@ class Replay:
             events.append((turn_time[memory["after_turn"]] + timedelta(seconds=20), "memory", memory))
         events.sort(key=lambda event: event[0])
         ids: dict[str, str] = {}
-        original = journal_module.utc_now
+        original = journal_memories.utc_now
         try:
             for moment, what, item in events:
-                journal_module.utc_now = lambda m=moment: m.isoformat(timespec="microseconds").replace("+00:00", "Z")
+                journal_memories.utc_now = lambda m=moment: m.isoformat(timespec="microseconds").replace("+00:00", "Z")
                 if what == "turn":
                     result = ledger.remember(item["text"], kind="turn", session=item["session"], role=item["role"])
                 else:
@@ -158,7 +158,7 @@ class Replay:
                     self.merged += not result.created
                 ids[item["id"]] = result.id
         finally:
-            journal_module.utc_now = original
+            journal_memories.utc_now = original
         while ledger.sync.embed_missing(256):
             pass
         ledger.sync.catch_up()
@@ -198,6 +198,7 @@ class Pools:
     widened: list[list[Hit] | None]  # per question, the BM25 list widened by feedback (`IndexSync.widened`, default settings)
     asks_time: list[bool]  # per question, whether it asks when (`time_words.asks_for_time`), as `recall` tells `rank`
     texts: list[str]  # the questions, which `arrange` takes out copies of
+    now: float  # when the questions are asked: half an hour after the newest memory, so a rerun gives the same ages
 
     def sparse(self, i: int, fusion: CandidateParams) -> list[Hit]:
         """Question `i`'s BM25 list as a setting ranks it: the widened one where the setting asks for feedback."""
@@ -218,11 +219,11 @@ class Pools:
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
     embedder = ledger.sync.embedder
     vectors = [embedder.embed_query(text).tolist() for text in texts]
-    candidates = [ledger.sync.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
+    candidates = [ledger.gateway.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
     fusion = RankingParams().fusion
     firsts = ledger.journal.get_by_seqs(sorted({hit.seq for c in candidates for hit in c.sparse[: fusion.feedback_hits]}))
     widened = [
-        ledger.sync.widened(ledger.sync.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
+        ledger.gateway.widened(ledger.gateway.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
         if fusion.feedback_hits and c.sparse
         else None
         for text, c, where in zip(texts, candidates, wheres, strict=True)
@@ -239,18 +240,23 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
         sorted(({hit.seq for hit in (*c.dense, *hits)} | {n for near in nb.values() for n in near}) & memories.keys())
         for c, hits, nb in zip(candidates, sparse, neighbours, strict=True)
     ]
-    cosines = [ledger.sync.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
+    cosines = [ledger.gateway.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
-        ledger.sync.coverage(ledger.sync.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
+        ledger.gateway.coverage(ledger.gateway.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
         for text, these in zip(texts, considered, strict=True)
     ]
-    seq_of = {m.id: seq for seq, m in ledger.journal.get_by_seqs(list(range(1, 100_000))).items()}
+    stored = ledger.journal.get_by_seqs(list(range(1, 100_000)))
+    seq_of = {m.id: seq for seq, m in stored.items()}
+    now = max(datetime.fromisoformat(m.created_at.replace("Z", "+00:00")) for m in stored.values()) + timedelta(minutes=30)
     captured = ledger.journal.sources([m.id for m in memories.values() if "captured" in m.tags], ["captured"])
     parent_seq = {seq_of[child]: seq_of[parents[0]] for child, parents in captured.items()}
     exact = [exact_terms(text) for text in texts]
     outdated = ledger.retrieval.outdated(memories)
     asks = [asks_for_time(text) for text in texts]
-    return Pools(candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened, asks, list(texts))
+    return Pools(
+        candidates, lexical, memories, outdated, list(wheres), parent_seq, cosines, exact, neighbours, widened, asks, list(texts),
+        now.timestamp(),
+    )  # fmt: skip
 
 
 def cut(pool: Pools, i: int, params: RankingParams, depth: int = 0) -> Candidates:
@@ -265,7 +271,7 @@ def ranked_candidates(pool: Pools, i: int, params: RankingParams, floor: float =
     """Question `i`'s candidates above `floor`, scored and ordered by `rank` as `recall` does (before `arrange`)."""
     windowed = for_window(params, pool.wheres[i])
     kept, _ = rank(
-        cut(pool, i, params), pool.memories, pool.lexical[i], windowed, time.time(), floor=floor,
+        cut(pool, i, params), pool.memories, pool.lexical[i], windowed, pool.now, floor=floor,
         outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
         asks_time=pool.asks_time[i],
     )  # fmt: skip
@@ -304,14 +310,13 @@ def calibrate_floor(pool: Pools, questions: list[Question], unanswerable: Pools,
     """The highest floor that costs at most 0.02 R@10 on answerable questions; the table of what each floor does."""
     everything = list(range(len(questions)))
     base = score(rankings(pool, everything, "full", params), questions).r10
-    now = time.time()
     lines = ["| floor | R@10, answerable | unanswerable questions with no result |", "|---|---|---|"]
     chosen = 0.0
     for floor in [x / 100 for x in range(20, 62, 4)]:
         r10 = score(rankings(pool, everything, "full", params, floor), questions).r10
         empty = sum(
             not rank(
-                cut(unanswerable, i, params), unanswerable.memories, unanswerable.lexical[i], params, now, floor=floor,
+                cut(unanswerable, i, params), unanswerable.memories, unanswerable.lexical[i], params, unanswerable.now, floor=floor,
                 outdated=unanswerable.outdated, cosines=unanswerable.cosines[i], exact_terms=unanswerable.exact[i],
                 neighbours=unanswerable.neighbours[i], asks_time=unanswerable.asks_time[i],
             )[0]

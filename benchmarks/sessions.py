@@ -30,7 +30,8 @@ only said, any memory stating it (its labelled key phrase). Reported against iss
 - start-pack copies per session: the most copies of project_context.md, a pin or a gist (by its text, its text,
   its id) the model holds at once. Claude Code 2.1.332 puts the MCP server's instructions into the conversation
   as a message, again at each resumed call once the server is connected, and keeps them with the hooks'
-  contexts until a compaction. The replay counts the instructions of every call plus every SessionStart context
+  contexts until a compaction. The replay's project has the ledger's hooks configured and its client says it is
+  Claude Code, as in the recording; it counts the instructions of every call plus every SessionStart context
   and injection since the last compaction; the recorded figure counts what the real requests held (everything
   but tool results; a call that ended before its server connected got no new copy of the instructions).
 """
@@ -43,6 +44,8 @@ import json
 import re
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -52,6 +55,7 @@ from typing import Any
 
 import anyio
 from mcp import Client
+from mcp.types import Implementation
 
 import common
 from project_ledger.cli.serve_answers import hook_answer
@@ -239,6 +243,11 @@ class Replay:
         self.root = folder / "billing-service"
         self.root.mkdir(parents=True)
         shutil.copy(CORPUS / "project" / "project_context.md", self.root)
+        # Set up as the recording was, so that the server tells a Claude Code client with the ledger's hooks a brief
+        # and leaves the pack to the SessionStart hook (`mcp/start_channel.py`).
+        hooks = [sys.executable, "-m", "project_ledger", "config", "claude-code", "--hooks", "--write", "--root", str(self.root)]
+        subprocess.run(hooks, cwd=self.root, check=True, capture_output=True)
+        self.client_info = Implementation(name="claude-code", version=corpus.recording["claude_code"].split()[0])
         self.transcripts = folder / "transcripts"
         self.transcripts.mkdir()
         self.settings = Settings(root=self.root, code_index=False, watch=False)
@@ -266,7 +275,8 @@ class Replay:
         for invocation, events in recorded.invocations():
             ledger = open_ledger(self.settings, self.root, embedder=self.embedder)
             async with Client(
-                create_server(self.settings, self.root, ledger=ledger), mode="legacy", raise_exceptions=True
+                create_server(self.settings, self.root, ledger=ledger), mode="legacy", raise_exceptions=True,
+                client_info=self.client_info,
             ) as client:
                 held.append(client.instructions or "")  # Claude Code announces them in the conversation at each call
                 for event in events:

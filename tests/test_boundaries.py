@@ -87,7 +87,7 @@ def test_storage_search_and_code_take_plain_values_not_settings(path: Path) -> N
     assert "pydantic_settings" not in {n.split(".")[0] for n in imports}
 
 
-SERVICE_PARTS = {"sync", "journal", "indexer", "store"}
+SERVICE_PARTS = {"sync", "gateway", "journal", "indexer", "store"}
 
 
 @pytest.mark.parametrize("path", [*room("mcp"), *room("cli"), *room("inspector")], ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -97,6 +97,20 @@ def test_entry_points_call_service_methods_not_the_parts_behind_them(path: Path)
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Attribute) and node.attr in SERVICE_PARTS
     ]
+    assert not reaches
+
+
+CODE_PARTS = {"indexer", "store", "search", "watcher"}
+
+
+@pytest.mark.parametrize("path", room("memory"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_memory_service_asks_the_code_service_not_the_parts_behind_it(path: Path) -> None:
+    reaches = [
+        f"line {node.lineno}: code.{node.attr}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr in CODE_PARTS
+        and isinstance(node.value, ast.Attribute | ast.Name) and getattr(node.value, "attr", getattr(node.value, "id", "")) == "code"
+    ]  # fmt: skip
     assert not reaches
 
 

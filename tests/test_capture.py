@@ -30,8 +30,10 @@ def test_a_turn_yields_its_decision_constraint_and_todo_verbatim_in_order() -> N
         "I'd suggest we switch the rate limiter to Redis.",
         "Sounds good, thanks for looking at it so quickly.",
         "Use Redis.",  # too few content words to state anything
+        "Recorded the retry decision in the ledger and implemented it: charge() now retries only 5xx and timeouts.",
+        "I've saved that we only support EUR and USD to the ledger.",
     ],
-    ids=["question", "maybe", "suggestion", "small-talk", "too-short"],
+    ids=["question", "maybe", "suggestion", "small-talk", "too-short", "report-of-storing", "saved-to-the-ledger"],
 )
 def test_questions_hedges_and_small_talk_yield_nothing(turn: str) -> None:
     assert propose(turn) == []

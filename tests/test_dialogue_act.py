@@ -18,6 +18,9 @@ from project_ledger.text.dialogue_act import dialogue_act, is_plumbing
         ("Thanks!", "acknowledgement"),
         ("Same as before.", "acknowledgement"),
         ("Sounds good, go ahead.", "acknowledgement"),
+        ("Recorded as a definition.", "acknowledgement"),  # the agent's report of what it stored
+        ("Done, I've saved that to the ledger.", "acknowledgement"),
+        ("Recorded: the late fee starts on day 31.", "statement"),  # the report says what
         ("[tool] Bash: pytest -q", "log"),
         ("[tool] Read: src/billing/retry.py\n[tool] Edit: src/billing/retry.py", "log"),
         ("[tool] mcp__ledger__recall: payment gateway client retry policy", "plumbing"),

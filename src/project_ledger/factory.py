@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from project_ledger.code.indexer import CodeIndexer
+from project_ledger.code.links import CodeAnchors
 from project_ledger.code.search import CODE_PAYLOAD, CodeSearch
 from project_ledger.code.service import CodeService
 from project_ledger.code.store import CodeStore
@@ -17,14 +18,19 @@ from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_pat
 from project_ledger.errors import IndexUnavailable, StorageError
 from project_ledger.file_lock import FileLock
 from project_ledger.maintenance.service import MaintenanceService, Services
+from project_ledger.memory.browsing import MemoryBrowser
+from project_ledger.memory.project_context import ProjectContextFile
+from project_ledger.memory.recall import Recall
 from project_ledger.memory.service import LedgerService, Quality
 from project_ledger.memory.session_gists import GistParams, SessionGists
+from project_ledger.memory.session_start import SessionStartPack
 from project_ledger.memory.validation import Limits
 from project_ledger.search.embedding import Embedder, create_embedder, for_code
 from project_ledger.search.index import MEMORY_PAYLOAD, PayloadType, SearchIndex, SlotState
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
+from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.tokens import TokenCounter
 
 if TYPE_CHECKING:  # loaded when used: most CLI commands need neither
@@ -76,6 +82,7 @@ def open_services(settings: Settings, cwd: Path, *, rebuild: bool = False, embed
         )
     indexes = SearchIndexes(settings=settings, paths=paths, journal=journal, embedder=embedder, rebuild=rebuild)
     sync = IndexSync(journal, lambda: indexes.open("memories"), embedder, read_slot=lambda: indexes.read_slot("memories"))
+    gateway = SearchGateway(sync, journal)
     tokens = TokenCounter()
     gists = SessionGists(journal=journal, tokens=tokens, params=gist_params(settings), changed=sync.kick)
     code = (
@@ -83,16 +90,34 @@ def open_services(settings: Settings, cwd: Path, *, rebuild: bool = False, embed
         if settings.code_index
         else None
     )
+    bounds = limits(settings)
+    project_context = ProjectContextFile(paths.project_context)
+    anchors = code.anchors() if code is not None else CodeAnchors(paths.root, None, lambda: False)
+    ranking = RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance)
     ledger = LedgerService(
         paths=paths,
         journal=journal,
         sync=sync,
-        limits=limits(settings),
+        gateway=gateway,
+        limits=bounds,
         tokens=tokens,
         code=code,
-        ranking=RankingParams(half_life_days=settings.recency_half_life_days, floor=settings.min_relevance),
         quality=quality(settings),
         gists=gists,
+        project_context=project_context,
+        anchors=anchors,
+        retrieval=Recall(
+            journal=journal, sync=sync, gateway=gateway, anchors=anchors, tokens=tokens, limits=bounds, params=ranking
+        ),
+        browsing=MemoryBrowser(journal=journal, anchors=anchors, limits=bounds),
+        session_start=SessionStartPack(
+            journal=journal,
+            project_context=project_context,
+            gists=gists,
+            tokens=tokens,
+            cap=bounds.instructions_tokens,
+            data_dir=paths.data_dir,
+        ),
     )
     maintenance = MaintenanceService(paths=paths, journal=journal, sync=sync, embedder=embedder, code=code, indexes=indexes)
     return Services(ledger=ledger, maintenance=maintenance)

@@ -464,10 +464,10 @@ def export_command(settings: Settings, destination: Path) -> None:
         lines = 1 + sum(counts.by_kind.values()) + counts.superseded + counts.forgotten  # the header, then every memory
         if str(destination) == "-":
             shown = JsonSafeWriter(sys.stdout)  # a terminal, perhaps: no raw DEL, C1 or bidi control reaches it
-            header = ledger.export(CountingWriter(shown, step="exporting memories", total=lines, report=report))
+            header = ledger.browsing.export(CountingWriter(shown, step="exporting memories", total=lines, report=report))
         else:
             header = write_privately(
-                destination, lambda out: ledger.export(CountingWriter(out, step="exporting memories", total=lines, report=report))
+                destination, lambda out: ledger.browsing.export(CountingWriter(out, step="exporting memories", total=lines, report=report))
             )
     say(f"exported {header.memories} memories and {header.tombstones} tombstones to {destination}", err=True)
 

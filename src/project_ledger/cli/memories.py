@@ -69,7 +69,7 @@ def forget(settings: Settings, memory_id: str, yes: bool) -> None:
       project-ledger forget m3k0c9x2ab1 --yes
     """
     with opened(settings) as ledger:
-        preview = ledger.forget_preview(memory_id)
+        preview = ledger.browsing.forget_preview(memory_id)
         if preview.memory.deleted_at is not None:
             say(f"{memory_id} was already forgotten")
             return

@@ -16,7 +16,7 @@ from typing import Literal
 
 from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.languages import BY_NAME
-from project_ledger.code.links import project_path
+from project_ledger.code.links import CodeAnchors, project_path
 from project_ledger.code.search import CodeSearch
 from project_ledger.code.store import EXACT_NAME, CodeStore, StoredSymbol, like_escape, qualname_ends, qualname_in, scope
 from project_ledger.code.symbols import KINDS
@@ -107,6 +107,18 @@ class CodeService:
         except Exception:
             if not self.indexer.cancelled.is_set():
                 log.exception("code scan failed")
+
+    def scanning(self) -> bool:
+        """Whether a full scan is running (until the first one ends, a symbol not found yet is not "gone")."""
+        return self.indexer.progress.running
+
+    def search_open(self) -> bool:
+        """Whether the symbol index is open: a caller that must not wait for it (a context pack) asks first."""
+        return self.search.is_open
+
+    def anchors(self) -> CodeAnchors:
+        """Memories' links to this project's code, resolved and compared against this index."""
+        return CodeAnchors(self.root, self.store, self.scanning)
 
     def watch_until_interrupted(self, report: Callable[[str], None]) -> None:
         """The CLI's `index --watch`: follow edits in the foreground until Ctrl-C."""

@@ -128,7 +128,7 @@ class Inspector:
         if not 1 <= page <= MAX_PAGE:
             raise InvalidArgument(f"page={page} is out of range: pages are numbered from 1 to at most {MAX_PAGE}")
         result = await self.call(
-            lambda: self.ledger.browse(
+            lambda: self.ledger.browsing.browse(
                 kind=text(query, "kind"),
                 tag=text(query, "tag"),
                 session=text(query, "session"),
@@ -148,7 +148,7 @@ class Inspector:
 
     async def memory(self, request: Request) -> Response:
         memory_id = request.path_params["id"]
-        detail = await self.call(lambda: self.ledger.memory_detail(memory_id))
+        detail = await self.call(lambda: self.ledger.browsing.memory_detail(memory_id))
         return self.render(request, "memory.html", detail=detail, memory=detail.memory)
 
     async def pin(self, request: Request) -> Response:
@@ -163,7 +163,7 @@ class Inspector:
 
     async def confirm_forget(self, request: Request) -> Response:
         memory_id = request.path_params["id"]
-        preview = await self.call(lambda: self.ledger.forget_preview(memory_id))
+        preview = await self.call(lambda: self.ledger.browsing.forget_preview(memory_id))
         if preview.memory.deleted_at is not None:
             raise MemoryForgotten(memory_id)
         return self.render(request, "forget.html", memory=preview.memory, derived=preview.also)

@@ -124,7 +124,7 @@ def _move(openers: Openers, *, settings: Settings, destination: Settings, report
         try:
             # The export holds memory text: it stays in the target's private data directory, and is gone when closed.
             with tempfile.TemporaryFile("w+", encoding="utf-8", dir=target.maintenance.paths.data_dir) as buffer:
-                header = source.ledger.export(buffer)
+                header = source.ledger.browsing.export(buffer)
                 buffer.seek(0)
                 target.ledger.import_export(buffer)
         finally:

@@ -357,7 +357,7 @@ class LedgerTools:
 
     async def session_start(self) -> str:
         """Project context and pinned memories: what to know before working on this project (the `context` pack without a query)."""
-        return (await self._call(lambda ledger: ledger.session_start())).text
+        return (await self._call(lambda ledger: ledger.session_start.pack())).text
 
 
 def create_server(
@@ -472,7 +472,7 @@ def named_root(root: Path) -> RootChoice:
 def instructions(tools: LedgerTools, handle: LedgerHandle, roots: ClientRoots) -> str:
     """The session-start pack, or what is wrong and what to do about it."""
     if handle.error is None:
-        return tools.ledger.session_start_text()
+        return tools.ledger.session_start.text()
     if handle.root is None and roots.follow:
         text = (
             f"project-ledger has {handle.error} It will serve your workspace's project if your client shares its roots "

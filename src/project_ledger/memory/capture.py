@@ -123,6 +123,10 @@ _HEDGES = _cues(
     r"^\s*(?:proposal|suggestion|idea|option)\s*:",  # put forward, not decided
 )
 
+# The agent reporting what it stored ("Recorded the retry decision in the ledger and implemented it: ..."): its own
+# `remember` call holds the memory, and a copy captured from the report would compete with it.
+_REPORTS = _cues(r"^\s*(?:I(?:'ve| have)\s+)?(?:recorded|stored|saved|remembered|pinned)\b", r"\b(?:in|to|into) the ledger\b")
+
 
 @dataclass(frozen=True)
 class Proposal:
@@ -146,7 +150,7 @@ def classify(sentence: str) -> CaptureKind | None:
     """The kind a sentence clearly states, or None."""
     if len(sentence) > MAX_SENTENCE_CHARS or len(content_words(sentence)) < MIN_CONTENT_WORDS:
         return None
-    if not sentence.startswith("```") and _HEDGES.search(sentence):
+    if not sentence.startswith("```") and (_HEDGES.search(sentence) or _REPORTS.search(sentence)):
         return None
     if (decided := _DECIDED.search(sentence)) and (decided[0].lower().endswith(" on") or _STATES.search(sentence, decided.end())):
         return "decision"

@@ -27,6 +27,7 @@ from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
+from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.excerpt import excerpt
 from project_ledger.text.text_signals import exact_terms, searchable_words, wording
 from project_ledger.text.time_words import asks_for_time
@@ -55,6 +56,7 @@ class Recall:
         *,
         journal: Journal,
         sync: IndexSync,
+        gateway: SearchGateway,
         anchors: CodeAnchors,
         tokens: TokenCounter,
         limits: Limits,
@@ -62,6 +64,7 @@ class Recall:
     ) -> None:
         self.journal = journal
         self.sync = sync
+        self.gateway = gateway
         self.anchors = anchors
         self.tokens = tokens
         self.limits = limits
@@ -243,13 +246,13 @@ class Recall:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         fusion = self.params.fusion
         limit = max(fusion.candidates, k)
-        terms = self.sync.terms(query)
-        found = self.sync.search(terms, dense, where, limit)
+        terms = self.gateway.terms(query)
+        found = self.gateway.search(terms, dense, where, limit)
         fetched: dict[int, Memory] = {}
         if fusion.feedback_hits and found.sparse:  # a second BM25 search, widened with the words its best hits share
             fetched = self.journal.get_by_seqs([hit.seq for hit in found.sparse[: fusion.feedback_hits]])
             top = [fetched[hit.seq].text for hit in found.sparse[: fusion.feedback_hits] if hit.seq in fetched]
-            if (widened := self.sync.widened(terms, top, where, limit, fusion)) is not None:
+            if (widened := self.gateway.widened(terms, top, where, limit, fusion)) is not None:
                 found = Candidates(dense=found.dense, sparse=widened)
         nearby: dict[int, list[int]] = {}
         if share := fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
@@ -260,9 +263,9 @@ class Recall:
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}
         memories = {seq: fetched[seq] for seq in listed & fetched.keys()}
         memories |= self.journal.get_by_seqs(sorted(listed - fetched.keys()))
-        lexical = self.sync.coverage(terms, {seq: memory.text for seq, memory in memories.items()})
+        lexical = self.gateway.coverage(terms, {seq: memory.text for seq, memory in memories.items()})
         on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
-        cosines = self.sync.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
+        cosines = self.gateway.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()
         kept, below = rank(
             found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,

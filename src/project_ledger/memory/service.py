@@ -1,33 +1,38 @@
-"""The ledger service: remember, recall, context, history, pin, forget and status.
+"""The ledger service: remember, recall, context, history, pin, forget, import and status.
 
 It knows nothing of MCP or the CLI; both call these methods (the MCP tools from
 a worker thread, since everything here is synchronous). The journal is written
 first and is the truth; the index follows it through `IndexSync`. Recall, and
-the ranked memories of a context pack, come from `Recall`.
+the ranked memories of a context pack, come from `Recall`; reading the ledger
+page by page (the inspector, export) from `MemoryBrowser` (`browsing`); the
+session-start pack from `SessionStartPack` (`session_start`). The factory wires
+them and hands them in, and the entry points reach them as this service's
+`retrieval`, `browsing` and `session_start`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from functools import partial
 from importlib import metadata
-from typing import Any, TextIO
+from typing import Any
 
-from project_ledger.code.links import CodeAnchors, describe
+from project_ledger.code.links import CodeAnchors
 from project_ledger.code.service import CodeService
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import IndexUnavailable, InvalidArgument, MemoryForgotten
+from project_ledger.memory.browsing import MemoryBrowser
 from project_ledger.memory.capture import propose
-from project_ledger.memory.context_pack import Pack, PackCache, PackSection, assemble, cache_key
+from project_ledger.memory.context_pack import assemble
 from project_ledger.memory.context_sections import query_sections, render_memory, stable_sections
 from project_ledger.memory.gist_sampling import Writer
 from project_ledger.memory.project_context import ProjectContextFile, missing_context_text, placeholder_count
 from project_ledger.memory.recall import Recall
 from project_ledger.memory.restatement import RestatementCheck
 from project_ledger.memory.session_gists import SessionGists
+from project_ledger.memory.session_start import SessionStartPack
 from project_ledger.memory.validation import Limits, Validator, parse_moment
 from project_ledger.models import (
     Ack,
@@ -35,33 +40,25 @@ from project_ledger.models import (
     CodeHit,
     ContextResult,
     EmbeddingStatus,
-    ForgetPreview,
     ForgetResult,
     GistResult,
     HistoryResult,
     IndexStatus,
-    ListedMemory,
     Memory,
-    MemoryDetail,
-    MemoryLink,
-    MemoryPage,
     RecallHit,
-    Relation,
     RememberResult,
-    StaleMemory,
     Status,
 )
 from project_ledger.search.index import SearchFilter
-from project_ledger.search.tuning import RankingParams
-from project_ledger.start_pack import discard as discard_kept_start
-from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, read_export, write_export
+from project_ledger.storage.backup import read_export
 from project_ledger.storage.index_sync import IndexSync
-from project_ledger.storage.journal import Anchor, Journal, Restored, iso_utc, utc_now
+from project_ledger.storage.journal import Journal, Restored, iso_utc
+from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.dialogue_act import dialogue_act
 from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import Scrubber
 from project_ledger.text.text_signals import content_words, specifics
-from project_ledger.text.tokens import AsJsonString, TokenBound, TokenCounter
+from project_ledger.text.tokens import AsJsonString, TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +69,6 @@ CONTEXT_SYMBOLS = 6
 CONTEXT_TURNS = 8
 CONTEXT_TURNS_COMPACTED = 3  # a long session with a gist: the gist and retrieved turns carry the rest
 CONTEXT_ENVELOPE_TOKENS = 20  # a context result's fields besides its text, as handed to a model: {"text":...,"tokens":N,...}
-MAX_STALE_LISTED = 50
 RESERVED_TAGS = frozenset({"captured", "gist"})
 NEAR_DUPLICATE_CANDIDATES = 5
 RESTATED_KINDS = ("constraint", "decision", "definition")  # what a captured sentence may only restate
@@ -104,29 +100,34 @@ class LedgerService:
         paths: ProjectPaths,
         journal: Journal,
         sync: IndexSync,
+        gateway: SearchGateway,
         limits: Limits,
         tokens: TokenCounter,
         code: CodeService | None,
-        ranking: RankingParams,
         quality: Quality,
         gists: SessionGists,
+        project_context: ProjectContextFile,
+        anchors: CodeAnchors,
+        retrieval: Recall,
+        browsing: MemoryBrowser,
+        session_start: SessionStartPack,
     ) -> None:
         self.paths = paths
         self.journal = journal
         self.sync = sync
+        self.gateway = gateway
         self.limits = limits
         self.validate = Validator(limits)
         self.quality = quality
         self.tokens = tokens
         self.code = code
         self.gists = gists
-        self.project_context = ProjectContextFile(paths.project_context)
-        self.pack_cache = PackCache(paths.data_dir / "session_start.json")
-        self.anchors = CodeAnchors(
-            paths.root, code.store if code is not None else None, lambda: code is not None and code.indexer.progress.running
-        )
-        self.restatement = RestatementCheck(self.project_context, quality.restated_context)
-        self.retrieval = Recall(journal=journal, sync=sync, anchors=self.anchors, tokens=tokens, limits=limits, params=ranking)
+        self.project_context = project_context
+        self.anchors = anchors
+        self.restatement = RestatementCheck(project_context, quality.restated_context)
+        self.retrieval = retrieval
+        self.browsing = browsing
+        self.session_start = session_start
         # The entry points' names for the retrieval's own methods: recall, and the recall debugger's explanation.
         self.recall = self.retrieval.recall
         self.explain_recall = self.retrieval.explain
@@ -312,7 +313,7 @@ class LedgerService:
         """
         kinds = sorted({kind, *RESTATED_KINDS}) if restating else [kind]
         try:
-            found = self.sync.candidates(text, None, SearchFilter(kinds=kinds), NEAR_DUPLICATE_CANDIDATES)
+            found = self.gateway.candidates(text, None, SearchFilter(kinds=kinds), NEAR_DUPLICATE_CANDIDATES)
         except IndexUnavailable as exc:
             log.warning("near-duplicate check skipped: %s", exc)
             return None
@@ -349,81 +350,13 @@ class LedgerService:
         server and for the hooks, which may quote a pinned text or a gist.
         """
         derived = self.journal.forget(memory_id)
-        self.pack_cache.clear()
-        discard_kept_start(self.paths.data_dir)
+        self.session_start.discard()
         self.sync.kick()
         return ForgetResult(id=memory_id, ok=True, also_forgotten=derived)
-
-    def forget_preview(self, memory_id: str) -> ForgetPreview:
-        """What `forget` would erase, for a confirmation that shows it; `MemoryNotFound` for an unknown id."""
-        memory = self.journal.get(self.validate.label(memory_id, "id") or memory_id)
-        return ForgetPreview(memory=memory, also=self.journal.derived(memory.id) if memory.deleted_at is None else [])
 
     def history(self, memory_id: str) -> HistoryResult:
         chain = self.journal.history(self.validate.label(memory_id, "id") or memory_id)
         return HistoryResult(id=memory_id, current=chain[-1].id, chain=chain)
-
-    # -- browsing (the web inspector) --------------------------------------------
-
-    def browse(
-        self,
-        *,
-        kind: str | None = None,
-        tag: str | None = None,
-        session: str | None = None,
-        pinned: bool = False,
-        superseded: bool = False,
-        stale: bool = False,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> MemoryPage:
-        """Live memories, newest first, filtered by each condition given; `pinned`, `superseded` and `stale`
-        keep only those. Each is marked stale when code it is anchored to changed."""
-        if not 1 <= limit <= self.limits.max_k:
-            raise InvalidArgument(f"limit={limit} is out of range: give 1 to {self.limits.max_k}")
-        if offset < 0:
-            raise InvalidArgument(f"offset={offset} is negative; give 0 or more")
-        changed = set(self._anchor_changes(self.journal.anchors())) if stale else None
-        memories, total = self.journal.browse(
-            kind=self.validate.kind(kind) if kind else None,
-            tag=self.validate.label(tag, "tag"),
-            session=self.validate.label(session, "session"),
-            pinned=pinned,
-            superseded=superseded,
-            ids=sorted(changed) if changed is not None else None,
-            limit=limit,
-            offset=offset,
-        )
-        if changed is None:
-            changed = set(self._anchor_changes(self.journal.anchors([m.id for m in memories])))
-        tags, sessions = self.journal.labels()
-        return MemoryPage(
-            memories=[ListedMemory(**m.model_dump(), stale=m.id in changed) for m in memories],
-            total=total, offset=offset, limit=limit, tags=tags, sessions=sessions,
-        )  # fmt: skip
-
-    def _anchor_changes(self, anchors: Mapping[str, list[Anchor]]) -> dict[str, list[str]]:
-        """What changed in each of these memories' anchored code since it was stored; unchanged ones left out."""
-        changes = {memory_id: self.anchors.changes(found, partial(self.journal.settle_anchor, memory_id)) for memory_id, found in anchors.items()}
-        return {memory_id: changed for memory_id, changed in changes.items() if changed}
-
-    def memory_detail(self, memory_id: str) -> MemoryDetail:
-        """One memory (a forgotten one shows as its tombstone), its supersession chain, code links and relations."""
-        memory = self.journal.get(self.validate.label(memory_id, "id") or memory_id)
-        settle = partial(self.journal.settle_anchor, memory.id)
-        links = [
-            MemoryLink(
-                target=anchor.target, name=anchor.name if anchor.target == "symbol" else None,
-                description=describe(anchor), changed=next(iter(self.anchors.changes([anchor], settle)), None),
-            )  # fmt: skip
-            for anchor in self.journal.anchors([memory.id]).get(memory.id, [])
-        ]
-        return MemoryDetail(
-            memory=memory,
-            history=self.journal.history(memory.id),
-            links=links,
-            relations=related(self.journal.relations(memory.id)),
-        )
 
     # -- context packs -----------------------------------------------------------
 
@@ -461,7 +394,7 @@ class LedgerService:
             # Only what states something: an earlier question, an "ok" or a tool's log line answers nothing here.
             ranked = [r for r in ranked if r.memory.id not in shown and dialogue_act(r.memory.text) == "statement"][:CONTEXT_MEMORIES]
             memories = self.retrieval.hits(ranked)
-            if self.code is not None and self.code.search.is_open:  # a pack never waits for the code index to open
+            if self.code is not None and self.code.search_open():  # a pack never waits for the code index to open
                 found = self.code.search_code(query, CONTEXT_SYMBOLS).results
                 symbols = [hit for hit in found if hit.relevance >= self.retrieval.params.floor]
         turns = self.journal.recent_turns(session, self._recent_turns(session, gists)) if session else []
@@ -490,67 +423,7 @@ class LedgerService:
         uncovered = self.gists.uncovered_turns(session) or 0
         return min(max(uncovered, CONTEXT_TURNS_COMPACTED), CONTEXT_TURNS)
 
-    def session_start(self) -> Pack:
-        """The pack without a query, capped for the server's instructions; cached on disk across starts.
-
-        After the stable part comes the newest session gist: what happened last time rides into the next session.
-        """
-        forgets = self.journal.forget_count()
-        return self._session_start_pack(self._session_start_sections(), forgets)
-
-    def session_start_text(self) -> str:
-        """The session-start pack's text: the server's instructions, built before the MCP handshake is answered."""
-        return self._session_start_outline()[0]
-
-    def session_start_cut(self) -> bool:
-        """Whether the session-start pack leaves something out (`status` says so)."""
-        return self._session_start_outline()[1]
-
-    def _session_start_outline(self) -> tuple[str, bool]:
-        """The session-start pack's text and whether it is cut, without its token counts. A pack not cached yet (a new
-        project; a pin, a gist or the context file changed) is not assembled with the encoding when its byte length
-        fits the cap: it is then all its sections, the text `session_start` gives, and loading the encoding costs a
-        tenth of a second or more (on the way to the `initialize` answer; more than the rest of `status`)."""
-        forgets = self.journal.forget_count()
-        sections = self._session_start_sections()
-        if (cached := self.pack_cache.get(cache_key(sections, self.limits.instructions_tokens))) is not None:
-            return cached.text, cached.truncated
-        if not (bound := assemble(sections, self.limits.instructions_tokens, TokenBound())).truncated:
-            return bound.text, False  # it fits by a count never below the encoding's, so nothing is cut
-        pack = self._session_start_pack(sections, forgets)
-        return pack.text, pack.truncated
-
-    def _session_start_pack(self, sections: list[PackSection], forgets: int) -> Pack:
-        """The pack of `sections`, from the cache or assembled and cached (unless something was forgotten since
-        `forgets` was read: a forget meanwhile may have erased text this pack quotes)."""
-        key = cache_key(sections, self.limits.instructions_tokens)
-        if (cached := self.pack_cache.get(key)) is not None:
-            return cached
-        pack = assemble(sections, self.limits.instructions_tokens, self.tokens)
-        if self.journal.forget_count() == forgets:
-            self.pack_cache.put(key, pack)
-        return pack
-
-    def _session_start_sections(self) -> list[PackSection]:
-        sections = stable_sections(self.project_context.read(), self.paths.project_context, self.journal.pinned())
-        return sections + query_sections("", self.gists.for_context(None), [], [], [], None)
-
-    # -- backup -------------------------------------------------------------------
-
-    def export(self, out: TextIO) -> ExportHeader:
-        """Write every memory, tombstones included, as JSON lines (see `backup`)."""
-        memories = self.journal.dump()
-        tombstones = sum(memory.deleted_at is not None for memory in memories)
-        header = ExportHeader(
-            format=FORMAT,
-            version=VERSION,
-            exported_at=utc_now(),
-            journal_id=self.journal.journal_id(),
-            memories=len(memories) - tombstones,
-            tombstones=tombstones,
-        )
-        write_export(header, memories, out)
-        return header
+    # -- import (the export is `browsing.export`) -----------------------------------
 
     def import_export(self, lines: Iterable[str]) -> Restored:
         """Read an export back in; the whole file is checked before anything is written, and secrets in it are
@@ -579,10 +452,6 @@ class LedgerService:
         pinned = self.journal.pinned()
         return "\n\n".join(render_memory(m) for m in pinned) or "No pinned memories. Pin one with the `pin` tool."
 
-    def stale_memories(self) -> list[StaleMemory]:
-        changes = self._anchor_changes(self.journal.anchors())
-        return [StaleMemory(id=memory_id, changed=changed) for memory_id, changed in changes.items()][:MAX_STALE_LISTED]
-
     def status(self) -> Status:
         counts = self.journal.counts()
         journal_rev = self.journal.rev()
@@ -610,7 +479,7 @@ class LedgerService:
             forgotten=counts.forgotten,
             project_context=str(self.paths.project_context) if self.paths.project_context.exists() else None,
             project_context_placeholders=placeholder_count(self.project_context.read()),
-            session_start_cut=self.session_start_cut(),
+            session_start_cut=self.session_start.cut(),
             index=IndexStatus(
                 backend=backend,
                 location=location,
@@ -624,15 +493,7 @@ class LedgerService:
                 compaction=self.sync.compaction_state(),
             ),
             embedding=EmbeddingStatus(model=embedder.identity, state=embedder.state, detail=embedder.detail),
-            stale=self.stale_memories(),
+            stale=self.browsing.stale_memories(),
             gists=self.gists.status(),
             code=self.code.status() if self.code is not None else None,
         )
-
-
-def related(relations: Iterable[tuple[str, str, str]]) -> list[Relation]:
-    """One entry per other memory and direction, its relations joined ("cites and covers" from one gist)."""
-    grouped: dict[tuple[str, str], list[str]] = {}
-    for relation, other, direction in relations:
-        grouped.setdefault((other, direction), []).append(relation)
-    return [Relation(relation=" and ".join(names), id=other, direction=d) for (other, d), names in grouped.items()]

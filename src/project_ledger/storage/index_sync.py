@@ -1,8 +1,9 @@
 """Keeps a search index caught up with the journal, and the journal's vectors caught up with the model.
 
 Nothing here runs on a request's critical path except the catch-up before each
-search, which is one indexed read when the index is current, and the vectors of
-a few memories written just before it. A worker thread
+search (`caught_up`, which the searches of `search_gateway` go through), one
+indexed read when the index is current, and the vectors of a few memories
+written just before it (`embed_fresh`). A worker thread
 opens the index, loads the model, embeds memories that have no vector yet,
 applies changes made by other processes (it polls the journal once a second,
 since their writes raise no event here) and starts compactions.
@@ -21,17 +22,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from project_ledger.errors import IndexUnavailable, LedgerError
+from project_ledger.errors import IndexUnavailable
 from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
-from project_ledger.search.fusion import coverage, with_feedback
-from project_ledger.search.index import Candidates, Compactable, Hit, IndexDoc, SearchFilter, SearchIndex, SlotState
-from project_ledger.search.sparse import SparseEncoder, SparseVec
-from project_ledger.search.tuning import CandidateParams
+from project_ledger.search.index import Compactable, IndexDoc, SearchIndex, SlotState
+from project_ledger.search.sparse import SparseEncoder
 from project_ledger.storage.journal import Change, Journal, utc_now
 from project_ledger.worker import Opening, Worker
 
@@ -225,7 +225,7 @@ class IndexSync:
         """A purge that another process's reader holds back is simply tried again next round."""
         self._journal.purge_wal()
 
-    # -- searching and catching up -----------------------------------------------
+    # -- the index, caught up -------------------------------------------------------
 
     def index(self, timeout: float = 60.0) -> SearchIndex:
         """The open index, waiting for the start-up open if it is still running."""
@@ -238,71 +238,20 @@ class IndexSync:
             )
         return self._index
 
-    def terms(self, query: str) -> SparseVec:
-        """The query's BM25 terms, once per question: its searches and coverage all take them."""
+    def encoder(self) -> SparseEncoder:
+        """The BM25 encoder the index's documents are made with, once the index is open."""
         self.index()
         assert self._encoder is not None
-        return self._encoder.query(query)
+        return self._encoder
 
-    def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
-        """`search` for the terms of `query`."""
-        return self.search(self.terms(query), dense, where, limit)
-
-    def search(self, terms: SparseVec, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
-        """Catch up with the journal, then search; no catch-up, here or in another process, interleaves.
-
-        Any failure of the backend (a Qdrant server that stopped answering, a shard on a full disk) is
-        `IndexUnavailable`: searches say so, and a write's near-duplicate check is skipped rather than failing it.
-        """
-        return self._search(self.index(), dense, terms, where, limit)
-
-    def widened(self, terms: SparseVec, top: list[str], where: SearchFilter, limit: int, params: CandidateParams) -> list[Hit] | None:
-        """The BM25 hits of the query's `terms` widened with the words the texts of its best hits share
-        (`fusion.with_feedback`); None when no word is shared by two of them, so there is nothing to widen it with."""
+    @contextmanager
+    def caught_up(self) -> Iterator[SearchIndex]:
+        """The open index, caught up with the journal and held, while the caller reads it, against any other
+        catch-up (here, or in another process sharing it)."""
         index = self.index()
-        assert self._encoder is not None
-        hits = [self._encoder.document(text) for text in top]
-        wanted = with_feedback(terms, hits, params.feedback_terms, params.feedback_weight)
-        if len(wanted.indices) == len(terms.indices):
-            return None
-        return self._search(index, None, wanted, where, limit).sparse
-
-    def _search(
-        self, index: SearchIndex, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int
-    ) -> Candidates:
-        try:
-            with self._lock, index.sync_lock():
-                self._apply(index)
-                return index.candidates(dense, sparse, where.conditions(), limit)
-        except LedgerError:
-            raise
-        except Exception as exc:
-            raise IndexUnavailable(
-                f"the search index failed ({type(exc).__name__}: {exc}); the journal is intact, and the index catches up "
-                "when it answers again"
-            ) from exc
-
-    def cosines(self, query: list[float], seqs: list[int]) -> dict[int, float]:
-        """The cosine similarity of `query` (a dense vector) to each of these memories' stored vectors; memories
-        without a vector for the current model are left out."""
-        import numpy as np  # kept off the import path of `serve`: the handshake does not need it
-
-        blobs = self._journal.vectors(seqs, self.embedder.identity)
-        if not blobs:
-            return {}
-        wanted = np.asarray(query, dtype=np.float32)
-        wanted /= np.linalg.norm(wanted) or 1.0
-        found = {}
-        for seq, blob in blobs.items():
-            vector = np.frombuffer(blob, dtype=np.float32)
-            found[seq] = float(np.dot(vector, wanted) / (np.linalg.norm(vector) or 1.0))
-        return found
-
-    def coverage(self, terms: SparseVec, texts: dict[int, str]) -> dict[int, float]:
-        """How much of the query's `terms` each text contains (see `fusion.coverage`)."""
-        self.index()
-        assert self._encoder is not None
-        return {seq: coverage(terms, self._encoder.document(text)) for seq, text in texts.items()}
+        with self._lock, index.sync_lock():
+            self._apply(index)
+            yield index
 
     def catch_up(self) -> None:
         index = self.index()

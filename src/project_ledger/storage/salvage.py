@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from project_ledger.errors import StorageError
 from project_ledger.models import KINDS
 from project_ledger.storage.backup import FORMAT, VERSION, ExportedLink, ExportedMemory, ExportedSource, ExportHeader
-from project_ledger.storage.journal import row_to_memory
+from project_ledger.storage.journal.rows import row_to_memory
 from project_ledger.storage.sqlite_pages import ScannedRow, scan
 
 # Queries that list memories' seqs without reading the table's own pages (an index holds the rowid of each entry),

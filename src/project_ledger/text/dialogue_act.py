@@ -30,6 +30,13 @@ _ACK_WORDS = frozenset(
     "sounds looks lgtm got it go ahead do that please same as before again agreed done awesome excellent exactly "
     "correct true understood noted makes sense that works for me let's proceed continue carry on the one".split()
 )
+# The agent's report that it stored something says no more than an "ok" ("Recorded as a definition.", "Saved that to
+# the ledger."): what it stored is in the ledger already, and the report would come back before it.
+_REPORT_WORDS = frozenset(
+    "recorded stored saved remembered written wrote down pinned i i've have has been it that this as a an to in into "
+    "the ledger memory decision definition constraint rule note".split()
+)
+_CONTENTLESS = _ACK_WORDS | _REPORT_WORDS
 # A sentence that asks for something back even without a question mark: "Remind me what we chose for retries."
 # Only requests: "When the queue is full, we drop events." starts like a question and states a rule, and "Use
 # Postgres 16" states a decision; "Pick something sensible." asks for one.
@@ -55,13 +62,13 @@ def is_plumbing(name: str) -> bool:
 @functools.lru_cache(maxsize=4096)  # ranked again and again: the same candidates come back for every question of a topic
 def dialogue_act(text: str) -> Act:
     """The act of a stored turn (or memory): `log` when every line is a tool call (`plumbing` when every one is
-    plumbing), `acknowledgement` for a short text of only agreeing words, `question` when every sentence asks,
-    else `statement`."""
+    plumbing), `acknowledgement` for a short text of only agreeing words (or of reporting that something was
+    stored), `question` when every sentence asks, else `statement`."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if lines and all(line.startswith(TOOL_PREFIX) for line in lines):
         return "plumbing" if all(is_plumbing(tool_name(line)) for line in lines) else "log"
     words = _WORD.findall(text.lower())
-    if words and len(words) <= MAX_ACK_WORDS and all(word.strip("'") in _ACK_WORDS for word in words):
+    if words and len(words) <= MAX_ACK_WORDS and all(word.strip("'") in _CONTENTLESS for word in words):
         return "acknowledgement"
     sentences = [s.strip() for s in _SENTENCE.findall(" ".join(lines)) if any(c.isalnum() for c in s)]
     if sentences and all(s.endswith("?") or _ASKING.match(s.lower().lstrip("\"'(`")) for s in sentences):
