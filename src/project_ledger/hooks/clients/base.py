@@ -17,7 +17,6 @@ class ClientHooks(ABC):
     An adapter reads the input its client documents; anything else is a `HookInputError` naming what is wrong."""
 
     name: ClassVar[str]  # the command line's word for it: `hook NAME`, `config NAME --hooks`
-    title: ClassVar[str]  # how its makers call it, in messages
     events: ClassVar[tuple[str, ...]]  # the client's own events that the ledger's hook is configured for
     session_key: ClassVar[str]  # the input's field that names the session
     injects: ClassVar[bool]  # whether its prompt hook can hand the agent context (memories)

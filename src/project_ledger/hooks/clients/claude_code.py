@@ -57,7 +57,6 @@ def transcripts_folder(root: Path) -> Path:
 
 class ClaudeCode(ClientHooks):
     name = "claude-code"
-    title = "Claude Code"
     events = EVENTS
     session_key = "session_id"
     injects = True

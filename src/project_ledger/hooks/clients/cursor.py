@@ -37,7 +37,6 @@ def parse_cursor_event(payload: Any) -> HookEvent:
 
 class Cursor(ClientHooks):
     name = "cursor"
-    title = "Cursor"
     events = EVENTS
     session_key = "conversation_id"
     injects = False

@@ -36,7 +36,6 @@ def parse_windsurf_event(payload: Any, folder: Path) -> HookEvent:
 
 class Windsurf(ClientHooks):
     name = "windsurf"
-    title = "Windsurf"
     events = EVENTS
     session_key = "trajectory_id"
     injects = False
