@@ -92,7 +92,7 @@ def main() -> None:
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         with serving(root):
-            from project_ledger.cli.serve_client import recall_from_server
+            from project_ledger.cli.fast_path import recall_from_server
 
             if recall_from_server((root / ".ledger").resolve(), {"query": "warm up"}) is None:
                 raise SystemExit("the running serve did not answer a recall")

@@ -27,7 +27,7 @@ from typing import Any
 import common
 from project_ledger.config import Settings
 from project_ledger.factory import open_services
-from project_ledger.memory.conversation import choose_injection
+from project_ledger.memory.hook_injection import choose_injection
 from project_ledger.search.index import SearchFilter
 
 PROJECT = common.DATA / "project_conversation.json"

@@ -68,13 +68,14 @@ PHASES = """
 import json, sys, time
 from pathlib import Path
 marks = [time.perf_counter()]
-import project_ledger.cli.serve_client  # the short way to a server: standard library only
+import project_ledger.cli.fast_path  # the short way to a server: standard library only
 marks.append(time.perf_counter())
 import project_ledger.cli.commands  # the CLI (click, the settings), which a hook no server answers goes on to
 marks.append(time.perf_counter())
 from project_ledger.cli.hooks import hook_settings
 from project_ledger.factory import open_services
-from project_ledger.memory.conversation import ESTIMATE, choose_injection, render_injection
+from project_ledger.memory.conversation import ESTIMATE
+from project_ledger.memory.hook_injection import choose_injection, render_injection
 from project_ledger.search.index import SearchFilter
 marks.append(time.perf_counter())
 event = json.loads(sys.argv[1])

@@ -15,7 +15,7 @@ this process (as Claude Code starts `serve` for each call) and connects a real M
 recorded hook call it shows the transcript as it was at that moment (its recorded size), runs the agent's own
 ledger tool calls the transcript gained since (ids the recording got are mapped to the ones this ledger
 gives), and hands the hook's input to the server as a hook process would over its socket
-(`serve_socket.hook_answer`, the code `serve` runs).
+(`serve_answers.hook_answer`, the code `serve` runs).
 
 Right after each follow-up question is stored by the prompt hook, it is asked of `recall` through the client,
 as is (k=8) and with k=3 and token_budget=200, and of the ledger's BM25 and dense legs alone (`retrieval.pools`).
@@ -58,7 +58,7 @@ from mcp import Client
 from mcp.types import Implementation
 
 import common
-from project_ledger.cli.serve_socket import hook_answer
+from project_ledger.cli.serve_answers import hook_answer
 from project_ledger.config import Settings
 from project_ledger.factory import open_ledger
 from project_ledger.mcp.app import create_server

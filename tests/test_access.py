@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from project_ledger.maintenance.access import SECRET_PREFIX, AccessService, covers, secret_hash
+from project_ledger.maintenance.access_service import SECRET_PREFIX, AccessService, covers, secret_hash
 from project_ledger.mcp.http import RateLimit
 from project_ledger.mcp.scopes import TOOL_SCOPES, needed_scope
-from project_ledger.storage.access import AccessStore, StoredToken
+from project_ledger.storage.access_store import AccessStore, StoredToken
 
 from .conftest import EXECUTABLE, Project, connect, run_cli
 from .test_http import client, free_port, post

@@ -1,5 +1,6 @@
 """Imports flow one way, and the folders say which: entry points (`mcp/`, `cli/`, `inspector/`) on top,
-`memory/`, `code/` and `maintenance/` below them, `storage/` and `search/` under those, `text/` at the bottom.
+`memory/`, `code/` and `maintenance/` below them, `storage/` and `search/` under those, `text/` at the bottom;
+`hooks/` beside them, standard library only, holds what differs between the clients whose hooks the ledger answers.
 
 Checked from the source with `ast`; the import names are the paths under `src/`.
 """
@@ -7,6 +8,7 @@ Checked from the source with `ast`; the import names are the paths under `src/`.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,47 @@ def test_only_the_sdk_adapter_reaches_into_the_mcp_sdks_private_parts() -> None:
         if any(isinstance(node, ast.Attribute) and node.attr in private for node in ast.walk(ast.parse(path.read_text())))
     }
     assert users == {"project_ledger.mcp.sdk"}
+
+
+@pytest.mark.parametrize("path", room("hooks"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_hooks_package_is_standard_library_only(path: Path) -> None:
+    """What a hook's short way loads before anything else of the ledger: every import there is paid on every prompt."""
+    outside = {
+        n
+        for n in imports_of(path)
+        if n.split(".")[0] not in sys.stdlib_module_names and n != "__future__" and not within({n}, {"project_ledger.hooks"})
+    }
+    assert not outside
+
+
+@pytest.mark.parametrize("path", room("memory"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_conversation_service_knows_the_hook_event_not_a_clients_protocol(path: Path) -> None:
+    assert not within(imports_of(path), {"project_ledger.hooks.clients"})
+
+
+def client_name_tests(path: Path, names: set[str]) -> list[str]:
+    """The lines of `path` that compare a value with a hook client's name (`== "cursor"`, `in ("claude-code", ...)`)."""
+
+    def names_in(node: ast.expr) -> bool:
+        values = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+        return any(isinstance(value, ast.Constant) and value.value in names for value in values)
+
+    return [
+        f"line {node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare) and any(names_in(side) for side in [node.left, *node.comparators])
+    ]
+
+
+def test_only_a_clients_adapter_branches_on_its_name() -> None:
+    """A new client is its adapter module and a line in the registry (`hooks/clients/__init__.py`): nothing else
+    asks which client it is serving."""
+    from project_ledger.hooks.clients import HOOK_CLIENTS
+
+    adapters = set(room("hooks/clients"))
+    branching = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if path not in adapters and (lines := client_name_tests(path, set(HOOK_CLIENTS)))
+    }
+    assert branching == {}

@@ -1,5 +1,5 @@
-"""The pure parts of the conversation hooks (`memory/conversation.py`): reading hook input and transcripts, and
-choosing what a prompt gets."""
+"""The pure parts of the conversation hooks: reading hook input (`hooks/clients/`) and transcripts
+(`memory/transcript.py`), and choosing what a prompt gets (`memory/hook_injection.py`)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from project_ledger.memory.conversation import (
-    ESTIMATE,
-    HookInputError,
-    choose_injection,
-    hook_output,
-    parse_event,
-    read_transcript,
-    render_injection,
-    tool_line,
-)
+from project_ledger.hooks.clients.claude_code import hook_output, parse_event
+from project_ledger.hooks.clients.windsurf import parse_windsurf_event
+from project_ledger.hooks.event import HookInputError
+from project_ledger.memory.conversation import ESTIMATE
+from project_ledger.memory.hook_injection import choose_injection, render_injection
+from project_ledger.memory.transcript import read_transcript, tool_line
 from project_ledger.models import RecallHit
 from project_ledger.text.tokens import TokenBound, TokenCounter
 
@@ -142,6 +138,21 @@ def test_hook_input_is_checked_and_the_output_is_the_documented_shape() -> None:
         parse_event({"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": "/repo"})
     assert hook_output("SessionStart", None) == ""
     assert json.loads(hook_output("SessionStart", "ctx")) == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "ctx"}}
+
+
+
+def test_windsurfs_events_become_a_prompt_and_a_reply_that_rolls_the_gist() -> None:
+    common = {"trajectory_id": "t1", "execution_id": "e1", "timestamp": "2026-12-03T10:00:00Z"}
+    asked = parse_windsurf_event({**common, "agent_action_name": "pre_user_prompt", "tool_info": {"user_prompt": "hi"}}, Path("/repo"))
+    assert (asked.name, asked.session, asked.cwd, asked.prompt, asked.rolls_gist) == ("UserPromptSubmit", "t1", Path("/repo"), "hi", False)
+    said = parse_windsurf_event({**common, "agent_action_name": "post_cascade_response", "tool_info": {"response": "ok"}}, Path("/repo"))
+    assert (said.name, said.reply, said.transcript, said.rolls_gist) == ("Stop", "ok", None, True)
+    with pytest.raises(HookInputError, match="pre_run_command"):
+        parse_windsurf_event({**common, "agent_action_name": "pre_run_command", "tool_info": {}}, Path("/repo"))
+    with pytest.raises(HookInputError, match="'tool_info.user_prompt'"):
+        parse_windsurf_event({**common, "agent_action_name": "pre_user_prompt"}, Path("/repo"))
+    with pytest.raises(HookInputError, match="'trajectory_id'"):
+        parse_windsurf_event({"agent_action_name": "pre_user_prompt", "tool_info": {"user_prompt": "hi"}}, Path("/repo"))
 
 
 ESTIMATED_TEXTS = [

@@ -292,7 +292,7 @@ def test_uninstall_takes_out_exactly_what_init_and_config_added(tmp_path: Path) 
     (root / ".claude").mkdir()
     (root / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Bash(pytest)"]}}))
     assert run_in(root, home, "init", "--no-index").returncode == 0
-    for args in (["claude-code"], ["cursor"], ["vscode"], ["claude-desktop"], ["claude-code", "--hooks"], ["cursor", "--hooks"]):
+    for args in (["claude-code"], ["cursor"], ["vscode"], ["claude-desktop"], ["claude-code", "--hooks"], ["cursor", "--hooks"], ["windsurf", "--hooks"]):
         assert run_in(root, home, "config", *args, "--write").returncode == 0
     desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
     other = json.loads(desktop.read_text())
@@ -307,7 +307,7 @@ def test_uninstall_takes_out_exactly_what_init_and_config_added(tmp_path: Path) 
     done = run_in(root, home, "uninstall")
     assert done.returncode == 0, done.stderr
     assert "--data deletes them" in done.stderr
-    assert not (root / ".cursor").exists() and not (root / ".vscode").exists(), "files and folders config made are gone"
+    assert not any((root / folder).exists() for folder in (".cursor", ".vscode", ".windsurf")), "files and folders config made are gone"
     assert json.loads((root / ".claude" / "settings.local.json").read_text()) == {"permissions": {"allow": ["Bash(pytest)"]}}
     assert json.loads(desktop.read_text())["mcpServers"] == {"ledger-search": other["mcpServers"]["ledger-search"]}
     assert (root / ".ledger").is_dir() and (root / "project_context.md").is_file()

@@ -22,7 +22,7 @@ import pytest
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 
 from .conftest import EXECUTABLE, Project, cli, journal_bytes, run_cli
-from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, log_lines, turns
+from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, log_lines, memories, turns, windsurf_hook
 from .test_start_imports import loaded_by
 
 INITIALIZE = {
@@ -41,13 +41,13 @@ def wait_for(condition: Any, what: str, seconds: float = 120) -> None:
 
 
 @contextmanager
-def running_serve(project: Project, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`project-ledger serve` as a client starts it, initialized over stdio, in the environment the hooks get; it
-    exits when its stdin closes."""
+def running_serve(project: Project, tmp_path: Path, cwd: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """`project-ledger serve` as a client starts it (in the project's folder unless `cwd` is given), initialized
+    over stdio, in the environment the hooks get; it exits when its stdin closes."""
     log = (tmp_path / "serve.log").open("ab")
     process = subprocess.Popen(
         [EXECUTABLE, "serve", "--root", str(project.root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-        env={**os.environ, **project.env}, cwd=project.root,
+        env={**os.environ, **project.env}, cwd=cwd or project.root,
     )  # fmt: skip
     try:
         assert process.stdin is not None and process.stdout is not None
@@ -102,6 +102,19 @@ def test_a_session_gets_the_same_from_a_running_server_as_from_the_hook_alone(pr
     lines = log_lines(project)
     assert len(lines) == 6 and all(" ok " in line for line in lines)
     assert all(served(line) == with_server for line in lines)  # answered by the server whenever one was up
+
+
+def test_a_served_hook_whose_input_names_no_folder_is_handled_for_the_hooks_own(project: Project, tmp_path: Path) -> None:
+    """Windsurf's input names no folder: the server, started elsewhere, finds the project from the hook's."""
+    (project.root / ".git").mkdir()
+    (project.root / "api").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    asked = {"agent_action_name": "pre_user_prompt", "trajectory_id": "cascade-9", "tool_info": {"user_prompt": "Where do refunds go?"}}
+    with running_serve(project, tmp_path, cwd=elsewhere):
+        assert windsurf_hook(project, asked, project.root / "api").stdout == ""
+    assert [(m["role"], m["text"]) for m in memories(project) if m["session"] == "cascade-9"] == [("user", "Where do refunds go?")]
+    assert served(log_lines(project)[-1]) and " ok " in log_lines(project)[-1]
 
 
 def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(project: Project, tmp_path: Path) -> None:
@@ -195,3 +208,5 @@ def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(
         ours = settings_fingerprint({**os.environ, **project.env})
         bad = ask(path, {"kind": "recall", "settings": ours, "data_dir": str(project.data_dir), "arguments": {"q": "x"}}, timeout=60)
         assert bad is not None and "'arguments' (some of k, kinds" in bad["error"]
+        bad = ask(path, {"kind": "hook", "settings": ours, "client": "windsurf", "input": "{}", "cwd": 7}, timeout=60)
+        assert bad is not None and "'cwd' must be the hook's folder or null" in bad["error"]

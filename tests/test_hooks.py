@@ -331,3 +331,43 @@ def test_cursor_hooks_record_the_conversation_and_never_block_it(project: Projec
     assert cli(project, "config", "cursor", "--hooks", "--write").startswith("unchanged")
     document = json.loads((project.root / ".cursor" / "hooks.json").read_text())
     assert document["version"] == 1 and set(document["hooks"]) == {"beforeSubmitPrompt", "afterAgentResponse", "stop"}
+    doctor = {finding["check"]: finding for finding in json.loads(run_cli(project, "doctor", "--json").stdout)}
+    assert doctor["hooks"]["state"] == "warning"  # installed, and the last run (the stop without a conversation) failed
+    assert f"installed in {project.root / '.cursor' / 'hooks.json'};" in doctor["hooks"]["detail"]
+
+
+def windsurf_hook(project: Project, payload: dict[str, Any], cwd: Path) -> subprocess.CompletedProcess[str]:
+    completed = subprocess.run(
+        [EXECUTABLE, "hook", "windsurf"], input=json.dumps(payload), capture_output=True, text=True,
+        env={**os.environ, **project.env}, cwd=cwd, timeout=120, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    return completed
+
+
+def test_windsurf_hooks_record_the_conversation_of_the_project_they_run_in(project: Project, tmp_path: Path) -> None:
+    """Windsurf's input names no folder: the project is the one the hook runs in (a subfolder finds it too)."""
+    (project.root / ".git").mkdir()
+    (project.root / "api").mkdir()
+    common = {"trajectory_id": "cascade-1", "execution_id": "x1", "timestamp": "2026-12-03T10:00:00Z"}
+    asked = {**common, "agent_action_name": "pre_user_prompt", "tool_info": {"user_prompt": "Where do refunds go?"}}
+    assert windsurf_hook(project, asked, project.root / "api").stdout == ""  # no output: the prompt goes on
+    said = {**common, "agent_action_name": "post_cascade_response", "tool_info": {"response": "To billing/refunds.py."}}
+    assert windsurf_hook(project, said, project.root).stdout == ""
+    stored = [(m["role"], m["text"]) for m in memories(project) if m["session"] == "cascade-1" and m["kind"] == "turn"]
+    assert stored == [("user", "Where do refunds go?"), ("assistant", "To billing/refunds.py.")]
+    assert any(m["kind"] == "summary" and m["session"] == "cascade-1" for m in memories(project))
+
+    elsewhere = tmp_path / "not-a-project"
+    elsewhere.mkdir()
+    assert windsurf_hook(project, asked, elsewhere).stdout == ""  # run outside any project: nothing recorded, never blocking
+    assert not (elsewhere / ".ledger").exists() and len([m for m in memories(project) if m["session"] == "cascade-1"]) == 3
+
+    assert cli(project, "config", "windsurf", "--hooks", "--write").startswith("added")
+    document = json.loads((project.root / ".windsurf" / "hooks.json").read_text())
+    assert set(document["hooks"]) == {"pre_user_prompt", "post_cascade_response"}
+    assert all("project_ledger hook windsurf" in entry["command"] for entries in document["hooks"].values() for entry in entries)
+    doctor = {finding["check"]: finding for finding in json.loads(run_cli(project, "doctor", "--json").stdout)}
+    assert f"installed in {project.root / '.windsurf' / 'hooks.json'};" in doctor["hooks"]["detail"]
+    refused = run_cli(project, "config", "windsurf")  # its MCP servers are in a file of its own, which config does not write
+    assert refused.returncode == 1 and "--hooks" in refused.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from project_ledger.cli.serve_client import data_dir_for, hook_arguments, served_output
+from project_ledger.cli.fast_path import data_dir_for, hook_arguments, served_output
 from project_ledger.local_socket import SUPPORTED, Listener, ask, settings_fingerprint, socket_path
 
 needs_unix_sockets = pytest.mark.skipif(not SUPPORTED, reason="no Unix sockets on this platform: hooks always work alone")
@@ -40,6 +40,8 @@ def test_a_hook_finds_its_data_directory_as_its_settings_would(tmp_path: Path) -
     payload = {"cwd": str(project / "src")}
     assert data_dir_for(payload, "claude-code", None, {}) == project / ".ledger"  # the git top-level of the event's folder
     assert data_dir_for({"workspace_roots": [str(project)]}, "cursor", None, {}) == project / ".ledger"
+    # Windsurf's input names no folder: the hook's own is the event's.
+    assert data_dir_for({"agent_action_name": "pre_user_prompt"}, "windsurf", None, {}, str(project / "src")) == project / ".ledger"
     assert data_dir_for(payload, "claude-code", tmp_path / "d", {"LEDGER_DATA_DIR": "/x"}) == tmp_path / "d"
     assert data_dir_for(payload, "claude-code", None, {"ledger_data_dir": str(tmp_path / "e")}) == tmp_path / "e"
     assert data_dir_for(payload, "claude-code", None, {"LEDGER_ROOT": str(tmp_path)}) == tmp_path / ".ledger"

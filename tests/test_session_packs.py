@@ -1,5 +1,5 @@
 """The record of what each session was handed of the session-start pack (`session_packs.py`), and which of Claude
-Code's events run the ledger's hook (`claude_settings.py`): pure functions over files, tested in-process, with
+Code's events run the ledger's hook (`hooks/clients/claude_code.py`): pure functions over files, tested in-process, with
 several processes racing for one session."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from project_ledger.claude_settings import ledger_hook_events
+from project_ledger.hooks.clients.claude_code import ledger_hook_events
 from project_ledger.session_packs import hand, handed, record_path
 
 

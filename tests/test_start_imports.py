@@ -29,7 +29,7 @@ SERVER_START = """
 import json, os, sys
 from pathlib import Path
 from project_ledger.cli.commands import serve
-from project_ledger.cli.serve_socket import answering_hooks
+from project_ledger.cli.serve_answers import answering_hooks
 from project_ledger.config import Settings
 from project_ledger.mcp.app import create_server
 create_server(Settings(root=Path(sys.argv[1])), Path.cwd(), alongside=answering_hooks)

@@ -34,7 +34,7 @@ from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.tokens import TokenCounter
 
 if TYPE_CHECKING:  # loaded when used: most CLI commands need neither
-    from project_ledger.maintenance.access import AccessService
+    from project_ledger.maintenance.access_service import AccessService
     from project_ledger.maintenance.migration import Openers
 
 PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
@@ -336,7 +336,7 @@ def migration_openers(cwd: Path) -> Openers:
 
 def open_access(settings: Settings, cwd: Path, owner_token: str | None = None) -> AccessService:
     """Tokens and the audit trail of this project (in its journal file), recognising `owner_token` as the owner."""
-    from project_ledger.maintenance.access import AccessService
+    from project_ledger.maintenance.access_service import AccessService
 
     paths = resolve_paths(settings, cwd)
     prepare_data_dir(paths)

@@ -12,13 +12,11 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from project_ledger.claude_settings import HOOK_MARK
-from project_ledger.memory.conversation import CURSOR_EVENTS, EVENTS
+from project_ledger.hooks.clients import ClientHooks
 
 
 @dataclass(frozen=True)
@@ -27,6 +25,8 @@ class Client:
     servers_key: str  # VS Code lists servers under "servers", the others under "mcpServers"
     typed: bool  # whether entries say "type": "stdio"
     project_file: str | None  # relative to the project root; None: a per-user file
+    # How its file refers to an environment variable ({} the name); None: it has no HTTP servers (Claude Desktop).
+    env_reference: str | None = None
 
     def config_path(self, root: Path) -> Path:
         return root / self.project_file if self.project_file else claude_desktop_config()
@@ -36,9 +36,9 @@ CLIENTS = {
     client.name: client
     for client in (
         Client("claude-desktop", "mcpServers", typed=False, project_file=None),
-        Client("claude-code", "mcpServers", typed=True, project_file=".mcp.json"),
-        Client("cursor", "mcpServers", typed=False, project_file=".cursor/mcp.json"),
-        Client("vscode", "servers", typed=True, project_file=".vscode/mcp.json"),
+        Client("claude-code", "mcpServers", typed=True, project_file=".mcp.json", env_reference="${{{}}}"),
+        Client("cursor", "mcpServers", typed=False, project_file=".cursor/mcp.json", env_reference="${{env:{}}}"),
+        Client("vscode", "servers", typed=True, project_file=".vscode/mcp.json", env_reference="${{env:{}}}"),
     )
 }
 
@@ -70,20 +70,17 @@ def server_entry(client: Client, argv: list[str]) -> dict[str, Any]:
     return {**entry, "command": argv[0], "args": argv[1:]}
 
 
-# How each client's file refers to an environment variable; Claude Desktop's file has no HTTP servers at all.
-ENV_REFERENCE = {"claude-code": "${{{}}}", "cursor": "${{env:{}}}", "vscode": "${{env:{}}}"}
-
-
 def http_entry(client: Client, url: str, token_env: str) -> dict[str, Any]:
     """An entry for a server already running at `url`. The token is a reference to the environment variable
     `token_env`, which the client expands when it connects: the secret itself never lands in a file that may be
     shared or committed."""
-    if client.name not in ENV_REFERENCE:
+    if client.env_reference is None:
+        others = ", ".join(name for name, each in CLIENTS.items() if each.env_reference is not None)
         raise ConfigFileError(
             f"{client.name} reads only servers it starts itself from its file; add {url} as a connector in its settings, "
-            "or use claude-code, cursor or vscode"
+            f"or use one of {others}"
         )
-    header = "Bearer " + ENV_REFERENCE[client.name].format(token_env)
+    header = "Bearer " + client.env_reference.format(token_env)
     entry: dict[str, Any] = {"type": "http"} if client.typed else {}
     return {**entry, "url": url, "headers": {"Authorization": header}}
 
@@ -157,17 +154,12 @@ def write_atomically(path: Path, text: str) -> None:
         raise ConfigFileError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-# -- Claude Code hooks -------------------------------------------------------------------
-
-HOOK_TIMEOUT_SECONDS = 10
+# -- the clients' hooks (their blocks are their adapters', `hooks/clients/`) ----------------------------------------
 
 
-CURSOR_HOOK_EVENTS = tuple(CURSOR_EVENTS)  # beforeSubmitPrompt, afterAgentResponse, stop
-
-
-def hook_command(data_dir: Path | None, client: str = "claude-code") -> str:
+def hook_command(data_dir: Path | None, client: str) -> str:
     """The shell command the client runs for every event: this interpreter (absolute, as for the server entry)
-    running the hook; the project is found from the event's `cwd` (Cursor: its first workspace root)."""
+    running the hook; the project is found from the event's folder (`ClientHooks.folder`)."""
     import shlex
 
     argv = [str(Path(sys.executable).absolute()), "-m", "project_ledger", "hook", client]
@@ -176,41 +168,12 @@ def hook_command(data_dir: Path | None, client: str = "claude-code") -> str:
     return shlex.join(argv)
 
 
-def hooks_block(command: str) -> dict[str, Any]:
-    entry = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
-    return {"hooks": {event: [{"hooks": [dict(entry)]}] for event in EVENTS}}
-
-
-def is_ledger_hook(group: Any) -> bool:
-    return isinstance(group, dict) and any(
-        isinstance(hook, dict) and HOOK_MARK in str(hook.get("command", "")) for hook in group.get("hooks", []) or []
-    )
-
-
-def merge_hooks(path: Path, command: str) -> str:
-    """Put the ledger's hook on every event in Claude Code's settings file at `path`, keeping every other key and
-    every other hook; an older entry of ours is replaced. Returns added, replaced or unchanged."""
-    return _merge_hook_entries(path, empty={}, wanted=hooks_block(command)["hooks"], ours=is_ledger_hook)
-
-
-def cursor_hooks_block(command: str) -> dict[str, Any]:
-    return {"version": 1, "hooks": {event: [{"command": command}] for event in CURSOR_HOOK_EVENTS}}
-
-
-def merge_cursor_hooks(path: Path, command: str) -> str:
-    """Put the ledger's hook on Cursor's events in `.cursor/hooks.json`, keeping every other hook; an older entry of
-    ours is replaced. Returns added, replaced or unchanged."""
-    return _merge_hook_entries(path, empty={"version": 1}, wanted=cursor_hooks_block(command)["hooks"], ours=is_ledger_cursor_hook)
-
-
-def is_ledger_cursor_hook(entry: Any) -> bool:
-    return isinstance(entry, dict) and "project_ledger hook cursor" in str(entry.get("command", ""))
-
-
-def _merge_hook_entries(path: Path, *, empty: dict[str, Any], wanted: dict[str, list[Any]], ours: Callable[[Any], bool]) -> str:
-    """Put the `wanted` entries of each event into the `hooks` object of the JSON file at `path` (`empty` if there
-    is none), after the event's entries that are not `ours`; every other key is kept."""
-    document = read_document(path, empty=empty)
+def merge_hooks(path: Path, client: ClientHooks, command: str) -> str:
+    """Put the ledger's hook (`command`) on each of the client's events in its hooks file at `path`: after the
+    event's entries that are not the ledger's, an older entry of ours replaced; every other key is kept. Returns
+    added, replaced or unchanged."""
+    wanted, ours = client.config_entries(command), client.is_ours
+    document = read_document(path, empty=client.new_config())
     hooks = document.get("hooks", {}) if isinstance(document, dict) else None
     if not isinstance(hooks, dict) or not all(isinstance(hooks.get(event, []), list) for event in wanted):
         raise ConfigFileError(f"{path} has no JSON object at its top, or its 'hooks' is not an object of lists")

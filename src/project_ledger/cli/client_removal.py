@@ -4,7 +4,7 @@ A server entry is the ledger's when the command it runs is `project_ledger` or `
 entries name no command: they are taken out by name only). A hook is the ledger's by its command, as `config
 --hooks` recognises its own. Every other key, server and hook is kept. A project file left with nothing but the
 empty shape `config` gave it (`{"mcpServers": {}}`, `{"hooks": {}}`, `{"version": 1}`) is deleted, and so is the
-folder it made for it (`.cursor/`, `.vscode/`, `.claude/`) when nothing else is in it; Claude Desktop's own file,
+folder it made for it (`.cursor/`, `.vscode/`, `.claude/`, `.windsurf/`) when nothing else is in it; Claude Desktop's own file,
 which holds its other settings, never is.
 """
 
@@ -15,14 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from project_ledger.cli.client_config import (
-    Client,
-    ConfigFileError,
-    is_ledger_cursor_hook,
-    is_ledger_hook,
-    read_document,
-    write_atomically,
-)
+from project_ledger.cli.client_config import Client, ConfigFileError, read_document, write_atomically
+from project_ledger.hooks.clients import ClientHooks
 
 LEDGER_COMMANDS = ("project_ledger", "project-ledger")
 
@@ -58,13 +52,13 @@ def remove_servers(path: Path, client: Client, wanted: Callable[[str, Any], bool
     return gone
 
 
-def remove_hooks(path: Path, client: str, project_root: Path) -> bool:
-    """Take the ledger's hooks out of Claude Code's settings file or Cursor's hooks.json at `path`; whether any were."""
+def remove_hooks(path: Path, client: ClientHooks, project_root: Path) -> bool:
+    """Take the ledger's hooks out of the client's hooks file at `path`; whether any were."""
     document = read_document(path, empty={})
     hooks = document.get("hooks") if isinstance(document, dict) else None
     if not isinstance(hooks, dict):
         return False
-    ours = is_ledger_cursor_hook if client == "cursor" else is_ledger_hook
+    ours = client.is_ours
     kept: dict[str, Any] = {}
     for event, entries in hooks.items():
         if not isinstance(entries, list):
@@ -76,7 +70,7 @@ def remove_hooks(path: Path, client: str, project_root: Path) -> bool:
     document["hooks"] = kept
     if not kept:
         del document["hooks"]
-    _save(path, document, emptied=({}, {"version": 1}), project_root=project_root)
+    _save(path, document, emptied=({}, client.new_config()), project_root=project_root)
     return True
 
 

@@ -75,8 +75,8 @@ ELSEWHERE = {
     "forget": "project_ledger.cli.memories:forget",
     "migrate": "project_ledger.cli.migrate:migrate",
     "inspect": "project_ledger.cli.inspect:inspect_command",
-    "tokens": "project_ledger.cli.access:tokens",
-    "audit": "project_ledger.cli.access:audit",
+    "tokens": "project_ledger.cli.access_commands:tokens",
+    "audit": "project_ledger.cli.access_commands:audit",
     "hook": "project_ledger.cli.hooks:hook_group",
     "import-transcripts": "project_ledger.cli.transcripts:import_transcripts",
     "salvage": "project_ledger.cli.salvage:salvage_command",
@@ -128,7 +128,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
     """
     import anyio
 
-    from project_ledger.cli.serve_socket import answering_hooks
+    from project_ledger.cli.serve_answers import answering_hooks
     from project_ledger.mcp.app import create_server
 
     if shared_server:  # started by a proxy (cli/mcp_proxy.py), which passes --root and --data-dir
@@ -149,7 +149,7 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
         anyio.run(serve_stdio, create_server(settings, Path.cwd(), alongside=answering_hooks))
         exit_now()
         return
-    from project_ledger.cli.access import configured_token, server_access
+    from project_ledger.cli.access_commands import configured_token, server_access
     from project_ledger.cli.listening import listen
     from project_ledger.mcp.http import RateLimit, serve_http
 
@@ -203,7 +203,7 @@ def remember(
     Example:
       project-ledger remember "Retries back off 250ms doubling to 8s" --kind decision --tag http
     """
-    from project_ledger.cli.serve_client import remember_from_server
+    from project_ledger.cli.fast_path import remember_from_server
     from project_ledger.config import resolve_paths
     from project_ledger.models import RememberResult
 
@@ -252,7 +252,7 @@ def recall(
     Example:
       project-ledger recall "how do retries back off?" -k 3
     """
-    from project_ledger.cli.serve_client import recall_from_server
+    from project_ledger.cli.fast_path import recall_from_server
     from project_ledger.config import resolve_paths
     from project_ledger.memory.recall import render_results
     from project_ledger.models import RecallResult
@@ -392,7 +392,7 @@ def reindex(settings: Settings) -> None:
     Example:
       project-ledger reindex
     """
-    from project_ledger.cli.access import audit_local
+    from project_ledger.cli.access_commands import audit_local
 
     started = time.perf_counter()
     with opened_services(settings, index=True) as services, progress_bars() as report:
@@ -491,7 +491,7 @@ def import_command(settings: Settings, source: Path, as_json: bool) -> None:
       project-ledger import ledger-backup.jsonl
       gunzip -c ledger-backup.jsonl.gz | project-ledger import -
     """
-    from project_ledger.cli.access import audit_local
+    from project_ledger.cli.access_commands import audit_local
 
     try:
         size = None if str(source) == "-" else source.stat().st_size

@@ -1,5 +1,5 @@
 """The command line and the `LEDGER_*` settings as read before the CLI is loaded: by a hook answered through the
-project's server (`cli/serve_client.py`) and by the stdio proxy to a shared server (`cli/mcp_proxy.py`).
+project's server (`cli/fast_path.py`) and by the stdio proxy to a shared server (`cli/mcp_proxy.py`).
 
 Standard library only (and the project finder's names, which are too): importing click or pydantic here would cost
 every hook (tests/test_start_imports.py). The rules are the CLI's and the settings' own, so that the short way reads

@@ -1,10 +1,10 @@
-"""`project-ledger hook claude-code` and `import-transcripts`: the conversation reaches the ledger without the agent
-calling a tool.
+"""`project-ledger hook CLIENT`: the conversation reaches the ledger without the agent calling a tool.
 
 A hook runs inside the user's session, so it never fails it: whatever goes wrong (bad JSON, a missing
 transcript, a locked journal, a read-only disk), it exits 0, prints nothing, and writes one line to
 `<data dir>/logs/hooks.log`. Every run, good or bad, leaves that line; `doctor` reads the last one. Imports are
-made on use: a hook process pays only for what its event needs.
+made on use: a hook process pays only for what its event needs. What differs between clients is their adapter's
+(`hooks/clients/`): one `hook NAME` command for each.
 """
 
 from __future__ import annotations
@@ -20,19 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from project_ledger.cli.serve_client import emit
-from project_ledger.hook_log import log_hook
+from project_ledger.cli.fast_path import emit
+from project_ledger.hooks.clients import HOOK_CLIENTS, ClientHooks
+from project_ledger.hooks.event import HookEvent
+from project_ledger.hooks.log import log_hook
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings
-    from project_ledger.memory.conversation import HookEvent
     from project_ledger.memory.service import LedgerService
-
-
-def claude_transcripts(root: Path) -> Path:
-    """Where Claude Code keeps a project's session transcripts: its path with every other character made `-`."""
-    folder = "".join(c if (c.isascii() and c.isalnum()) or c == "-" else "-" for c in str(root))
-    return Path.home() / ".claude" / "projects" / folder
 
 
 def hook_settings(data_dir: Path | None) -> Settings:
@@ -75,9 +70,10 @@ def opened_here(settings: Settings, event: HookEvent, data_dir: Path) -> Iterato
         services.close()
 
 
-def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-code", opener: Opener = opened_here) -> str:
-    """Handle one hook call of `client` (claude-code or cursor) on the ledger `opener` gives; returns what to print
-    (possibly nothing). Never raises, but `Declined` from the opener."""
+def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener: Opener = opened_here, here: Path | None = None) -> str:
+    """Handle one hook call of the client named `client_name` (one of `HOOK_CLIENTS`), run in the folder `here`
+    (default: this process's), on the ledger `opener` gives; returns what to print (possibly nothing). Never
+    raises, but `Declined` from the opener."""
     started = time.perf_counter()
     name, session, data_dir = "-", "-", data_dir_option
     pack_source: dict[str, Any] | None = None
@@ -86,15 +82,16 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
         from dataclasses import replace
 
         from project_ledger.config import resolve_paths
-        from project_ledger.memory.conversation import Conversation, HookParams, hook_output, parse_cursor_event, parse_event
+        from project_ledger.memory.conversation import Conversation, HookParams
         from project_ledger.start_pack import keep
 
         try:
             payload: Any = json.loads(raw)
         except ValueError as exc:
             raise ValueError(f"hook input is not JSON ({exc})") from None
-        event = parse_cursor_event(payload) if client == "cursor" else parse_event(payload)
-        name, session = event.name if client == "claude-code" else f"cursor/{payload['hook_event_name']}", event.session
+        client = HOOK_CLIENTS[client_name]
+        event = client.parse(payload, here or Path.cwd())
+        name, session = client.log_name(payload), event.session
         settings = hook_settings(data_dir_option)
         if settings.root is None:  # as `serve` finds it: a folder of a project, never the home directory or /
             from project_ledger.errors import InvalidArgument
@@ -108,25 +105,23 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client: str = "claude-cod
         with opener(settings, event, data_dir) as (ledger, open_index):
             params = HookParams(
                 start_tokens=settings.hook_start_tokens,
-                inject_tokens=settings.hook_inject_tokens if client == "claude-code" else 0,  # Cursor's prompt hook takes no context
+                inject_tokens=settings.hook_inject_tokens if client.injects else 0,
                 inject_floor=settings.hook_inject_floor,
                 record=settings.hook_record,
             )
             conversation = Conversation(ledger, params, open_index)
             # The session-start pack is kept for the next start (`start_pack`): read what it is made from first.
-            if client == "claude-code" and event.name == "SessionStart" and event.source != "compact":
+            if client.keeps_start_pack and event.name == "SessionStart" and event.source != "compact":
                 pack_source = _pack_source(ledger)
             outcome = conversation.handle(event)
             if pack_source is not None and outcome.context:
-                pack = (hook_output("SessionStart", outcome.context), outcome.handed)
-            if client == "claude-code" and event.name == "SessionEnd":  # the next start's pack, made while nothing waits
+                pack = (client.render(event, outcome.context), outcome.handed)
+            if client.keeps_start_pack and event.name == "SessionEnd":  # the next start's pack, made while nothing waits
                 pack_source = _pack_source(ledger)
-                made = conversation.start_pack(replace(event, name="SessionStart", source="startup"))
-                pack = (hook_output("SessionStart", made.context), made.handed)
-        if client == "cursor":  # beforeSubmitPrompt answers whether the prompt goes on; the others answer nothing
-            output = json.dumps({"continue": True}) if event.name == "UserPromptSubmit" else ""
-        else:
-            output = hook_output(event.name, outcome.context)
+                starting = replace(event, name="SessionStart", source="startup")
+                made = conversation.start_pack(starting)
+                pack = (client.render(starting, made.context), made.handed)
+        output = client.render(event, outcome.context)
         if pack_source is not None and pack is not None:
             keep(data_dir, pack_source, *pack)
         details = [f"stored={outcome.stored}", f"injected={','.join(outcome.injected) or 0}", *outcome.notes]
@@ -167,7 +162,7 @@ def _data_dir_here() -> Path | None:
 
 @click.group("hook")
 def hook_group() -> None:
-    """Run by an agent's client at points of its session (configure with `config claude-code --hooks`).
+    """Run by an agent's client at points of its session (configure with `config CLIENT --hooks`).
 
     It records the conversation as turns and hands the agent relevant memories. It always exits 0 and
     prints nothing on failure; see <data dir>/logs/hooks.log.
@@ -178,37 +173,21 @@ def hook_group() -> None:
     """
 
 
-@hook_group.command("claude-code")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
-def claude_code_hook(data_dir: Path | None) -> None:
-    """Handle one Claude Code hook event, its JSON on stdin: SessionStart, UserPromptSubmit, Stop, SubagentStop,
-    PreCompact or SessionEnd.
+def client_command(client: ClientHooks) -> click.Command:
+    """`hook NAME`: one event of the client, its JSON on stdin."""
 
-    \b
-    Example (what Claude Code runs):
-      echo '{"hook_event_name":"UserPromptSubmit","session_id":"s1","cwd":"'$PWD'","prompt":"why retries?"}' \\
-        | project-ledger hook claude-code
-    """
-    try:
-        raw = sys.stdin.buffer.read()
-    except (OSError, ValueError):
-        raw = b""
-    emit(run_hook(raw, data_dir))
+    @click.option(
+        "--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger)."
+    )
+    def handle(data_dir: Path | None) -> None:
+        try:
+            raw = sys.stdin.buffer.read()
+        except (OSError, ValueError):
+            raw = b""
+        emit(run_hook(raw, data_dir, client.name))
+
+    return click.command(client.name, help=client.help)(handle)
 
 
-@hook_group.command("cursor")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data directory (default: <root>/.ledger).")
-def cursor_hook(data_dir: Path | None) -> None:
-    """Handle one Cursor hook event, its JSON on stdin: beforeSubmitPrompt and afterAgentResponse record the turn,
-    stop rolls the session's gist forward. Cursor's prompt hook cannot add context, so nothing is injected.
-
-    \b
-    Example (.cursor/hooks.json):
-      {"version": 1, "hooks": {"beforeSubmitPrompt": [{"command": "project-ledger hook cursor"}],
-       "afterAgentResponse": [{"command": "project-ledger hook cursor"}], "stop": [{"command": "project-ledger hook cursor"}]}}
-    """
-    try:
-        raw = sys.stdin.buffer.read()
-    except (OSError, ValueError):
-        raw = b""
-    emit(run_hook(raw, data_dir, client="cursor"))
+for _client in HOOK_CLIENTS.values():
+    hook_group.add_command(client_command(_client))

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.access import OwnerToken, configured_token, server_access
+from project_ledger.cli.access_commands import OwnerToken, configured_token, server_access
 from project_ledger.cli.listening import listen
 from project_ledger.cli.support import NO_AUTH_HELP, check_found_root, ledger_errors, project_options
 from project_ledger.cli.terminal import say
 from project_ledger.config import Settings, comma_list
-from project_ledger.maintenance.access import ANONYMOUS, OWNER, AccessService
+from project_ledger.maintenance.access_service import ANONYMOUS, OWNER, AccessService
 
 DEFAULT_PORT = 8766
 

@@ -1,7 +1,7 @@
 """The `project-ledger` command's entry point, kept to the standard library.
 
 A client hook (`project-ledger hook claude-code`) first asks the project's running server over its local socket
-(`cli/serve_client.py`), before the CLI and its settings are loaded at all: that is most of a hook's cost. Every
+(`cli/fast_path.py`), before the CLI and its settings are loaded at all: that is most of a hook's cost. Every
 other call, and a hook no server answers, goes to the click commands in `cli/commands.py`. So does `serve`, unless it
 is a stdio proxy to the project's shared server (`cli/mcp_proxy.py`, with LEDGER_SHARED_SERVER on).
 """
@@ -13,7 +13,7 @@ import sys
 
 def main() -> None:
     if sys.argv[1:2] == ["hook"]:
-        from project_ledger.cli.serve_client import answer_from_server
+        from project_ledger.cli.fast_path import answer_from_server
 
         if answer_from_server(sys.argv[2:]):
             return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from project_ledger.cli.access import audit_local
+from project_ledger.cli.access_commands import audit_local
 from project_ledger.cli.support import ledger_errors, opened, project_options
 from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings

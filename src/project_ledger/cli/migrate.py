@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from project_ledger.cli.access import audit_local
+from project_ledger.cli.access_commands import audit_local
 from project_ledger.cli.progress import progress_bars
 from project_ledger.cli.support import ledger_errors, project_options
 from project_ledger.cli.terminal import say, say_json

@@ -13,12 +13,9 @@ from project_ledger.cli.client_config import (
     CLIENTS,
     Client,
     ConfigFileError,
-    cursor_hooks_block,
     hook_command,
-    hooks_block,
     http_entry,
     merge,
-    merge_cursor_hooks,
     merge_hooks,
     served_root,
     server_command,
@@ -31,7 +28,8 @@ from project_ledger.cli.project_scan import draft_context, scan_project
 from project_ledger.cli.support import ledger_errors, opened_services, project_options
 from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import DATA_DIR_NAME, Settings, find_project_root
-from project_ledger.hook_log import HOOK_LOG
+from project_ledger.hooks.clients import HOOK_CLIENTS, ClientHooks
+from project_ledger.hooks.log import HOOK_LOG
 from project_ledger.project_root import unsuitable
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")  # what a folder name loses in a server entry's name
@@ -91,7 +89,7 @@ def init(settings: Settings, no_index: bool) -> None:
 
 
 @click.command("config")
-@click.argument("client", type=click.Choice(sorted(CLIENTS)))
+@click.argument("client", type=click.Choice(sorted({*CLIENTS, *HOOK_CLIENTS})))
 @click.option("--write", is_flag=True, help="Merge the entry into the client's file (other servers are kept) instead of printing it.")
 @click.option("--name", default="ledger", show_default=True, help="The server's name in the client.")
 @click.option("--uvx", "use_uvx", is_flag=True, help="Start the server with uvx instead of this installation's interpreter.")
@@ -100,7 +98,9 @@ def init(settings: Settings, no_index: bool) -> None:
     "--token-env", default="LEDGER_TOKEN", show_default=True, help="With --url: the environment variable the client reads the token from."
 )
 @click.option(
-    "--hooks", is_flag=True, help="claude-code, cursor: the hooks that record the conversation (and inject memories), instead of the server."
+    "--hooks",
+    is_flag=True,
+    help=f"{', '.join(HOOK_CLIENTS)}: the hooks that record the conversation (and inject memories), instead of the server.",
 )
 @click.option("--shared", is_flag=True, help="With --hooks: .claude/settings.json (shared with the team) instead of .claude/settings.local.json.")
 @click.option("--remove", is_flag=True, help="Take the entry named --name (or, with --hooks, the hooks) out of the client's file instead.")
@@ -126,21 +126,28 @@ def config_command(
       project-ledger config claude-code --url http://127.0.0.1:8765/mcp --write   # then export LEDGER_TOKEN=...
       project-ledger config claude-code --hooks --write
     """
-    target = CLIENTS[client]
     root = project_root(settings)
     if hooks or shared:
-        if client not in ("claude-code", "cursor") or not hooks or (shared and client != "claude-code"):
-            raise click.ClickException("--hooks is for claude-code and cursor, and --shared goes with claude-code --hooks")
+        client_hooks = HOOK_CLIENTS.get(client)
+        if client_hooks is None or not hooks or (shared and not client_hooks.shared_file):
+            sharing = " or ".join(name for name, each in HOOK_CLIENTS.items() if each.shared_file)
+            raise click.ClickException(f"--hooks is for {', '.join(HOOK_CLIENTS)} only, and --shared goes with {sharing} --hooks")
         if remove:
-            path = hooks_file(client, root, shared)
+            path = client_hooks.config_file(root, shared)
             try:
-                removed = remove_hooks(path, client, root)
+                removed = remove_hooks(path, client_hooks, root)
             except ConfigFileError as exc:
                 raise click.ClickException(f"{exc}; take the hooks out by hand") from None
             say(f"removed the ledger's hooks from {path}" if removed else f"no hooks of the ledger in {path}")
             return
-        configure_hooks(client, root, settings.data_dir, write=write, shared=shared)
+        configure_hooks(client_hooks, root, settings.data_dir, write=write, shared=shared)
         return
+    if client not in CLIENTS:
+        raise click.ClickException(
+            f"{client} reads its MCP servers from a file of its own that `config` does not write: add the server there by "
+            f"hand, or leave the server to another client; `config {client} --hooks` sets up its hooks"
+        )
+    target = CLIENTS[client]
     if remove:
         remove_entry(target, root, name)
         return
@@ -212,31 +219,19 @@ def remove_entry(target: Client, root: Path, name: str) -> None:
     raise click.ClickException(f"left {path} as it was: no server {name!r} of the ledger to remove ({why})")
 
 
-def hooks_file(client: str, root: Path, shared: bool) -> Path:
-    """The file `config CLIENT --hooks` merges into."""
-    if client == "cursor":
-        return root / ".cursor" / "hooks.json"
-    return root / ".claude" / ("settings.json" if shared else "settings.local.json")
-
-
-def configure_hooks(client: str, root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
-    """Print, or merge into the client's project settings (Claude Code's, or Cursor's hooks.json), the ledger's hook
-    on each event."""
-    command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None, client)
-    path = hooks_file(client, root, shared)
-    if client == "cursor":
-        block, merger = cursor_hooks_block(command), merge_cursor_hooks
-    else:
-        block, merger = hooks_block(command), merge_hooks
+def configure_hooks(client: ClientHooks, root: Path, data_dir: Path | None, *, write: bool, shared: bool) -> None:
+    """Print, or merge into the client's hooks file in the project, the ledger's hook on each of its events."""
+    command = hook_command(data_dir.expanduser().resolve() if data_dir is not None else None, client.name)
+    path = client.config_file(root, shared)
     if not write:
-        say_json(json.dumps(block, indent=2))
+        say_json(json.dumps(client.config_block(command), indent=2))
         say(f"(merge into {path}, or rerun with --write)", err=True)
         return
     try:
-        outcome = merger(path, command)
+        outcome = merge_hooks(path, client, command)
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; add the hooks by hand (run without --write to print them)") from None
     say(f"{outcome} the ledger's hooks in {path}")
     if outcome != "unchanged":
         log = (data_dir or root / DATA_DIR_NAME).expanduser() / HOOK_LOG
-        say(f"they take effect in the next {client} session; {log} has a line per run", err=True)
+        say(f"they take effect in the next {client.name} session; {log} has a line per run", err=True)

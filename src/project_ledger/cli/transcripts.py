@@ -7,18 +7,18 @@ from pathlib import Path
 
 import click
 
-from project_ledger.cli.hooks import claude_transcripts
 from project_ledger.cli.progress import progress_bars
 from project_ledger.cli.support import ledger_errors, opened, project_options
 from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
+from project_ledger.hooks.clients.claude_code import transcripts_folder
 from project_ledger.memory.conversation import Conversation, HookParams
 
 
 def transcript_files(paths: tuple[Path, ...], root: Path) -> list[Path]:
     """The `.jsonl` files named, or under the folders named; by default this project's Claude Code folder."""
     if not paths:
-        folder = claude_transcripts(root)
+        folder = transcripts_folder(root)
         if not folder.is_dir():
             raise click.ClickException(f"no Claude Code transcripts for {root} in {folder}; name the files or folders to import")
         paths = (folder,)

@@ -9,10 +9,11 @@ import click
 
 from project_ledger.cli.client_config import CLIENTS, ConfigFileError
 from project_ledger.cli.client_removal import remove_hooks, remove_servers, serves
-from project_ledger.cli.setup import hooks_file, project_root
+from project_ledger.cli.setup import project_root
 from project_ledger.cli.support import project_options
 from project_ledger.cli.terminal import say
 from project_ledger.config import DATA_DIR_NAME, Settings
+from project_ledger.hooks.clients import HOOK_CLIENTS
 
 
 @click.command()
@@ -22,8 +23,8 @@ from project_ledger.config import DATA_DIR_NAME, Settings
 def uninstall(settings: Settings, data: bool, yes: bool) -> None:
     """Take the ledger out of this project: every server entry serving it (.mcp.json, .cursor/mcp.json,
     .vscode/mcp.json, Claude Desktop's file) and its hooks (.claude/settings.local.json, .claude/settings.json,
-    .cursor/hooks.json). Other servers, hooks and settings are kept; a file left empty is deleted. An entry for a
-    server over HTTP (`config --url`) names no project: `config CLIENT --remove --name NAME` takes it out. With
+    .cursor/hooks.json, .windsurf/hooks.json). Other servers, hooks and settings are kept; a file left empty is
+    deleted. An entry for a server over HTTP (`config --url`) names no project: `config CLIENT --remove --name NAME` takes it out. With
     --data, the data directory and project_context.md go too. The program itself is removed as it was installed.
 
     \b
@@ -40,11 +41,11 @@ def uninstall(settings: Settings, data: bool, yes: bool) -> None:
             for name in names:
                 say(f"removed server {name!r} from {path}")
                 steps += 1
-        for client, shared in (("claude-code", False), ("claude-code", True), ("cursor", False)):
-            path = hooks_file(client, root, shared)
-            if remove_hooks(path, client, root):
-                say(f"removed the ledger's hooks from {path}")
-                steps += 1
+        for hooks in HOOK_CLIENTS.values():
+            for path in hooks.config_files(root):
+                if remove_hooks(path, hooks, root):
+                    say(f"removed the ledger's hooks from {path}")
+                    steps += 1
     except ConfigFileError as exc:
         raise click.ClickException(f"{exc}; take the ledger's entries out of it by hand, then run this again") from None
     if data:

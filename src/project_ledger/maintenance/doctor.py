@@ -21,9 +21,9 @@ from project_ledger.code.source_files import SKIPPED_DIRS
 from project_ledger.code.watch_state import WatchReport
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import JournalDamaged, LedgerError
-from project_ledger.hook_log import HOOK_LOG
+from project_ledger.hooks.clients import HOOK_CLIENTS
+from project_ledger.hooks.log import HOOK_LOG
 from project_ledger.maintenance.service import MaintenanceService
-from project_ledger.memory.conversation import EVENTS
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 
 State = Literal["ok", "fixed", "warning", "problem", "skipped"]
@@ -64,32 +64,32 @@ def _context(path: Path) -> Finding:
 
 
 def _hooks(root: Path, data_dir: Path) -> Finding:
-    """Whether Claude Code's settings run the ledger's hook on every event, and how its last run went."""
-    installed: dict[str, set[str]] = {}
-    for name in ("settings.local.json", "settings.json"):
-        path = root / ".claude" / name
-        try:
-            hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks", {})
-            installed[str(path)] = {
-                event for event, groups in hooks.items() for group in groups for hook in group.get("hooks", [])
-                if "hook claude-code" in str(hook.get("command", ""))
-            }  # fmt: skip
-        except (OSError, ValueError, AttributeError, TypeError):  # absent, or not the documented shape: not ours to judge
-            continue
-    events = set().union(*installed.values()) if installed else set()
-    if not events:
-        return Finding("hooks", "skipped", "Claude Code hooks are not installed; `project-ledger config claude-code --hooks --write` "
-                       "records the conversation and injects relevant memories")  # fmt: skip
-    where = ", ".join(path for path, found in installed.items() if found)
-    if missing := [event for event in EVENTS if event not in events]:
-        return Finding("hooks", "warning", f"installed in {where} but not for {', '.join(missing)}; rerun `config claude-code --hooks --write`")
+    """Whether a client's hooks file runs the ledger's hook on each of the client's events, and how its last run
+    went."""
+    where: list[str] = []
+    for client in HOOK_CLIENTS.values():
+        events: set[str] = set()
+        for path in client.config_files(root):
+            try:
+                found = client.hooked_events(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError):  # absent, or not JSON: not ours to judge
+                continue
+            events |= found
+            where.extend([str(path)] if found else [])
+        if events and (missing := [event for event in client.events if event not in events]):
+            detail = f"installed in {', '.join(where)} but not for {', '.join(missing)}; rerun `config {client.name} --hooks --write`"
+            return Finding("hooks", "warning", detail)
+    if not where:
+        return Finding("hooks", "skipped", f"no client's hooks are installed; `project-ledger config CLIENT --hooks --write` "
+                       f"({', '.join(HOOK_CLIENTS)}) records the conversation and, where the client lets it, injects "
+                       "relevant memories")  # fmt: skip
     try:
         last = (data_dir / HOOK_LOG).read_text(encoding="utf-8").splitlines()[-1]
     except (OSError, IndexError):
-        return Finding("hooks", "ok", f"installed in {where}; no run yet")
+        return Finding("hooks", "ok", f"installed in {', '.join(where)}; no run yet")
     if " error " in last:
-        return Finding("hooks", "warning", f"installed in {where}; the last run failed (the session went on): {last}")
-    return Finding("hooks", "ok", f"installed in {where}; last run: {last}")
+        return Finding("hooks", "warning", f"installed in {', '.join(where)}; the last run failed (the session went on): {last}")
+    return Finding("hooks", "ok", f"installed in {', '.join(where)}; last run: {last}")
 
 
 def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:

@@ -34,12 +34,12 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
-from project_ledger.claude_settings import ledger_hook_events
 from project_ledger.code.service import render_symbol
 from project_ledger.code.symbols import SymbolKind
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
 from project_ledger.factory import limits, open_ledger
+from project_ledger.hooks.clients.claude_code import ledger_hook_events
 from project_ledger.mcp import sdk
 from project_ledger.mcp.arguments import LedgerServer
 from project_ledger.mcp.handle import LedgerHandle

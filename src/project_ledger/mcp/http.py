@@ -32,7 +32,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 from project_ledger.errors import InvalidArgument, LedgerError
-from project_ledger.maintenance.access import ANONYMOUS, AccessService, Caller
+from project_ledger.maintenance.access_service import ANONYMOUS, AccessService, Caller
 from project_ledger.mcp.scopes import CALLER_KEY
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, Server
 from mcp_types import CallToolResult, ListToolsResult, TextContent
 
 from project_ledger.errors import LedgerError
-from project_ledger.maintenance.access import LOCAL, AccessService, Caller, covers
+from project_ledger.maintenance.access_service import LOCAL, AccessService, Caller, covers
 from project_ledger.mcp.handle import LedgerHandle
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types import CLIENT_INFO_META_KEY
 
-from project_ledger.claude_settings import ledger_hook_events
+from project_ledger.hooks.clients.claude_code import ledger_hook_events
 from project_ledger.mcp.handle import LedgerHandle
 
 CLAUDE_CODE = "claude-code"  # the `clientInfo.name` Claude Code sends

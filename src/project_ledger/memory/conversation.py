@@ -1,33 +1,25 @@
-"""The conversation, recorded by the client's lifecycle hooks: prompts and replies become turns, relevant memories
+"""The conversation, recorded by a client's lifecycle hooks: prompts and replies become turns, relevant memories
 are handed to the agent before it answers, and past transcripts can be imported.
 
-Checked against Claude Code 2.1.332 (its hooks reference and a real run, see the README): every hook gets
-`session_id`, `transcript_path`, `cwd` and `hook_event_name` as JSON on stdin; SessionStart adds `source`
-(startup, resume, clear, compact), UserPromptSubmit `prompt`, SessionEnd `reason`, PreCompact `trigger`. Context
-goes back as `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}` on stdout. The transcript
-is JSON lines: `user` lines (a string, or text, image and `tool_result` blocks), `assistant` lines (text,
-`tool_use` and thinking blocks; one line per block, sharing `message.id`), and many other types that are skipped.
-
-The pure parts (reading hook input and transcripts, choosing what to inject) are functions; `Conversation` wires
-them to the ledger. Nothing here knows how it is called: the CLI decides that a hook never fails the agent.
+`Conversation` handles one `HookEvent` (`hooks/event.py`) on a project's ledger, whichever client's adapter read it
+(`hooks/clients/`); it reads Claude Code transcripts with `memory/transcript.py` and chooses what a prompt gets with
+`memory/hook_injection.py`. Nothing here knows how it is called: the CLI decides that a hook never fails the agent.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from project_ledger.errors import InvalidArgument, LedgerError
-from project_ledger.models import RecallHit
+from project_ledger.hooks.event import HookEvent
+from project_ledger.memory.hook_injection import choose_injection, render_injection
+from project_ledger.memory.transcript import read_transcript, transcript_session
 from project_ledger.search.index import SearchFilter
 from project_ledger.session_packs import AGAIN, hand, handed
-from project_ledger.text.dialogue_act import TOOL_PREFIX, dialogue_act, is_plumbing
-from project_ledger.text.excerpt import excerpt
-from project_ledger.text.injection import attribute, defang
 from project_ledger.text.text_signals import searchable_words
 from project_ledger.text.tokens import TokenEstimate
 
@@ -36,275 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
-TOOL_LINE_CHARS = 160  # a tool call is stored as one short line: its name and what it worked on
-INJECTED_TEXT_TOKENS = 70  # longest excerpt of one memory in an injection
-MAX_INJECTED = 4
 ESTIMATE = TokenEstimate()  # what a hook counts tokens with: never the encoding, which a hook process would load
-# The input field that best says what a tool call worked on, in order of preference.
-TOOL_TARGETS = ("file_path", "notebook_path", "path", "command", "pattern", "url", "query", "description", "prompt")
-
-
-class HookInputError(InvalidArgument):
-    """The hook's input is not what the client documents."""
-
-
-@dataclass(frozen=True)
-class HookEvent:
-    """One hook call: the fields every event has, and the event's own."""
-
-    name: str
-    session: str
-    cwd: Path
-    transcript: Path | None
-    source: str | None = None  # SessionStart: startup, resume, clear or compact
-    prompt: str | None = None  # UserPromptSubmit
-    agent_transcript: Path | None = None  # SubagentStop, where the client names the subagent's own transcript
-    reply: str | None = None  # AgentResponse (Cursor's afterAgentResponse): the agent's message, when no transcript is read
-
-
-def parse_event(payload: Any) -> HookEvent:
-    """The hook input as documented; anything else is `HookInputError`, naming what is wrong."""
-    if not isinstance(payload, dict):
-        raise HookInputError(f"hook input must be a JSON object, not {type(payload).__name__}")
-
-    def text(key: str, required: bool = True) -> str | None:
-        value = payload.get(key)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str) or (required and not value.strip()):
-            raise HookInputError(f"hook input field {key!r} must be a non-empty string")
-        return value
-
-    name, session, cwd = text("hook_event_name"), text("session_id"), text("cwd")
-    assert name is not None and session is not None and cwd is not None
-    if name not in EVENTS:
-        raise HookInputError(f"hook event {name!r} is not handled; configure the ledger's hook for {', '.join(EVENTS)}")
-    transcript, agent = text("transcript_path", required=False), text("agent_transcript_path", required=False)
-    return HookEvent(
-        name=name,
-        session=session,
-        cwd=Path(cwd),
-        transcript=Path(transcript) if transcript else None,
-        source=text("source", required=False),
-        prompt=text("prompt", required=name == "UserPromptSubmit"),
-        agent_transcript=Path(agent) if agent else None,
-    )
-
-
-CURSOR_EVENTS = {"beforeSubmitPrompt": "UserPromptSubmit", "afterAgentResponse": "AgentResponse", "stop": "SessionEnd"}
-
-
-def parse_cursor_event(payload: Any) -> HookEvent:
-    """A Cursor hook's input (`.cursor/hooks.json`): `conversation_id` is the session, the first of
-    `workspace_roots` the project. beforeSubmitPrompt carries `prompt`, afterAgentResponse `text`; `stop` ends a
-    turn of the agent loop, and rolls the session's gist forward."""
-    if not isinstance(payload, dict):
-        raise HookInputError(f"hook input must be a JSON object, not {type(payload).__name__}")
-    name, session, roots = payload.get("hook_event_name"), payload.get("conversation_id"), payload.get("workspace_roots")
-    if name not in CURSOR_EVENTS:
-        raise HookInputError(f"Cursor hook event {name!r} is not handled; configure the ledger's hook for {', '.join(CURSOR_EVENTS)}")
-    if not isinstance(session, str) or not session.strip():
-        raise HookInputError("hook input field 'conversation_id' must be a non-empty string")
-    if not isinstance(roots, list) or not roots or not isinstance(roots[0], str):
-        raise HookInputError("hook input field 'workspace_roots' must list the workspace's folders")
-    field_name = {"beforeSubmitPrompt": "prompt", "afterAgentResponse": "text"}.get(name)
-    text = payload.get(field_name) if field_name else None
-    if field_name and not isinstance(text, str):
-        raise HookInputError(f"hook input field {field_name!r} must be a string")
-    return HookEvent(
-        name=CURSOR_EVENTS[name], session=session, cwd=Path(roots[0]), transcript=None,
-        prompt=text if name == "beforeSubmitPrompt" else None, reply=text if name == "afterAgentResponse" else None,
-    )  # fmt: skip
-
-
-def hook_output(event: str, context: str | None) -> str:
-    """What the hook prints: the context to add for the event, or nothing at all."""
-    if not context:
-        return ""
-    # ASCII escapes: valid JSON whatever encoding the client gave this process's stdout.
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
-
-
-# -- transcripts ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SpokenTurn:
-    role: str  # user or assistant
-    text: str
-    said_at: str | None
-    session: str | None
-    subagent: bool = False
-
-
-@dataclass
-class TranscriptChunk:
-    """Turns read from a transcript, and the byte offset just past the last complete line they came from."""
-
-    turns: list[SpokenTurn] = field(default_factory=list)
-    end: int = 0
-    unreadable: int = 0  # complete lines that were not JSON
-
-
-def tool_line(block: dict[str, Any]) -> str | None:
-    """A tool call as one short line: `[tool] Name: what it worked on`; its output is never stored. None for
-    plumbing (`dialogue_act.is_plumbing`): loading tools, the agent's scratch list, the ledger's own calls.
-
-    What is left says what happened to the project (a test run, a file read or edited, a search, a subagent's
-    task), which a later session may ask about; recall ranks such a line as a log, not an answer."""
-    name = str(block.get("name") or "tool")
-    if is_plumbing(name):
-        return None
-    arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
-    target = next((arguments[key] for key in TOOL_TARGETS if isinstance(arguments.get(key), str) and arguments[key].strip()), "")
-    line = f"{TOOL_PREFIX}{name}: {' '.join(target.split())}" if target else f"{TOOL_PREFIX}{name}"
-    return line if len(line) <= TOOL_LINE_CHARS else line[: TOOL_LINE_CHARS - 1] + "…"
-
-
-def _user_text(entry: dict[str, Any], content: Any) -> str:
-    """What the user typed: text, never tool results or images; nothing for the client's own meta messages."""
-    if entry.get("isMeta") or entry.get("isCompactSummary") or entry.get("isSidechain"):
-        return ""  # a subagent's "user" is the main agent's task, already a tool line of the main agent
-    if isinstance(content, str):
-        parts = [content]
-    elif isinstance(content, list):
-        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    else:
-        return ""
-    text = "\n".join(p for p in parts if isinstance(p, str)).strip()
-    # Slash commands and their local output are the client talking to itself.
-    return "" if text.startswith(("<command-", "<local-command-")) else text
-
-
-def _assistant_parts(content: Any) -> list[str]:
-    """Text and one line per tool call; thinking blocks are left out."""
-    if isinstance(content, str):
-        return [content.strip()] if content.strip() else []
-    parts = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            parts.append(block["text"].strip())
-        elif block.get("type") == "tool_use" and (line := tool_line(block)) is not None:
-            parts.append(line)
-    return parts
-
-
-def read_transcript(data: bytes, start: int = 0, roles: Sequence[str] = ("user", "assistant")) -> TranscriptChunk:
-    """The turns of `roles` in `data[start:]`, up to its last complete line.
-
-    A last line without its newline is still being written (or was cut off): it is left for the next read, which
-    starts at `end`. The content blocks of one assistant message (one line each, sharing `message.id`) make one
-    turn. Lines that are not JSON, and line types this does not know, are skipped.
-    """
-    stop = data.rfind(b"\n", start) + 1
-    chunk = TranscriptChunk(end=start if stop == 0 else stop)
-    pending: tuple[str | None, SpokenTurn] | None = None  # the assistant message being assembled
-
-    def flush() -> None:
-        nonlocal pending
-        if pending is not None and pending[1].text:
-            chunk.turns.append(pending[1])
-        pending = None
-
-    for raw in data[start:chunk.end].splitlines():
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            chunk.unreadable += 1
-            continue
-        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):
-            continue
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
-        said_at = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
-        session = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None
-        if entry["type"] == "user":
-            text = _user_text(entry, message.get("content"))
-            if text:  # a tool result (no text) does not end the assistant's message: its next block may follow
-                flush()
-                if "user" in roles:
-                    chunk.turns.append(SpokenTurn("user", text, said_at, session))
-            continue
-        if "assistant" not in roles:
-            continue
-        message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        parts = _assistant_parts(message.get("content"))
-        if pending is not None and message_id is not None and pending[0] == message_id:
-            turn = pending[1]
-            pending = (message_id, SpokenTurn("assistant", "\n".join([turn.text, *parts]).strip(), turn.said_at, turn.session, turn.subagent))
-            continue
-        flush()
-        pending = (message_id, SpokenTurn("assistant", "\n".join(parts), said_at, session, bool(entry.get("isSidechain"))))
-    flush()
-    return chunk
-
-
-# -- what a prompt gets -----------------------------------------------------------------
-
-
-def choose_injection(
-    hits: Iterable[RecallHit], *, session: str, floor: float, exclude: Iterable[str] = ()
-) -> list[RecallHit]:
-    """Of a recall's results (best first), those worth handing the agent unasked: relevant above the hook's own
-    floor, statements (`dialogue_act`: an earlier question, an "ok" or a tool's log line answers nothing), and not
-    already in front of it (this session's turns, the prompt just stored, what its start pack delivered).
-
-    The one place that decides what is injected. A memory whose text reads like an instruction to the model
-    (`suspicious`) is never pushed into a prompt: it reaches the agent only when asked for, through `recall`.
-    """
-    skip = set(exclude)
-    chosen = [
-        hit
-        for hit in hits
-        if hit.relevance is not None
-        and hit.relevance >= floor
-        and dialogue_act(hit.text) == "statement"
-        and hit.id not in skip
-        and not hit.suspicious
-        and not (hit.kind == "turn" and hit.session == session)
-    ]
-    # What was decided or written down comes before what was merely said; the sort keeps rank order otherwise.
-    chosen.sort(key=lambda hit: hit.kind == "turn")
-    return chosen[:MAX_INJECTED]
-
-
-@dataclass(frozen=True)
-class Injection:
-    text: str
-    ids: list[str]  # the memories `text` holds, best first
-
-
-def render_injection(
-    hits: Sequence[RecallHit], budget: int, count: Callable[[str], int], terms: Collection[str] = ()
-) -> Injection | None:
-    """Ids, kinds and an excerpt of each, best first, within `budget` tokens, and how to get more; None for none.
-
-    An excerpt is the lines of the memory that hold the prompt's `terms` (`text.excerpt`), at most
-    `INJECTED_TEXT_TOKENS`: what it was injected for, not its first lines (a gist's header, a turn's preamble).
-    Each sits inside its own `<memory>` record, escaped so that no text can close it: stored text is handed over
-    as a record of the project, never as instructions."""
-    if not hits or budget <= 0:
-        return None
-    head = "Memories from the project ledger that may bear on this prompt, as records:"
-    foot = "Full text: the ledger's `recall` tool with ids=[...]; it also searches for more."
-    lines: list[str] = []
-    ids: list[str] = []
-    for hit in hits:
-        shown = " ".join(excerpt(hit.text, terms, count, INJECTED_TEXT_TOKENS).split())
-        fields = " ".join(attribute(*pair) for pair in (("id", hit.id), ("kind", hit.kind), ("created", hit.created_at[:10])))
-        line = f"- <memory {fields}>{defang(shown)}</memory>"
-        if count("\n".join([head, *lines, line, foot])) > budget:
-            break
-        lines.append(line)
-        ids.append(hit.id)
-    return Injection("\n".join([head, *lines, foot]), ids) if lines else None
-
-
-# -- the service ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -343,18 +67,24 @@ class Conversation:
         if event.name == "UserPromptSubmit":
             return self.prompt(event)
         outcome = Outcome()
-        if event.reply is not None:
-            if self.params.record and event.reply.strip():
-                outcome.stored = int(self.ledger.remember(event.reply, kind="turn", session=event.session, role="assistant").created)
-            return outcome
         transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
         if event.name == "SubagentStop" and transcript is not None and not transcript.exists():
             outcome.notes.append("the subagent left no transcript")  # a compaction's summarizer writes none (2.1.332)
-        elif transcript is not None and self.params.record:
-            outcome.stored = self.record(event.session, transcript, roles=("assistant",))
-        if event.name in ("PreCompact", "SessionEnd"):
+        elif self.params.record:
+            outcome.stored = self.store_reply(event)
+        if event.rolls_gist:
             outcome.notes.append(self.write_gist(event.session))
         return outcome
+
+    def store_reply(self, event: HookEvent) -> int:
+        """The agent's reply as the client handed it over, else what its transcript added since it was last read;
+        how many turns were new."""
+        if event.reply is not None:
+            if not event.reply.strip():
+                return 0
+            return int(self.ledger.remember(event.reply, kind="turn", session=event.session, role="assistant").created)
+        transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
+        return self.record(event.session, transcript, roles=("assistant",)) if transcript is not None else 0
 
     def session_start(self, event: HookEvent) -> Outcome:
         """The session-start pack, once per session (`session_packs`): nothing when the session is continued or
@@ -477,20 +207,3 @@ class TranscriptImport:
     files: int
     new_turns: dict[str, int] = field(default_factory=dict)
     gists: dict[str, str] = field(default_factory=dict)
-
-
-def transcript_session(path: Path) -> str:
-    """The session a Claude Code transcript belongs to: the `sessionId` of its first line that has one, else its
-    file name without `.jsonl`."""
-    try:
-        with path.open("rb") as handle:
-            for _, raw in zip(range(50), handle, strict=False):
-                try:
-                    entry = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str) and entry["sessionId"]:
-                    return entry["sessionId"]
-    except OSError as exc:
-        raise LedgerError(f"cannot read transcript {path}: {exc.strerror or exc}") from None
-    return path.stem

@@ -15,7 +15,7 @@ from typing import Literal
 
 Act = Literal["statement", "question", "acknowledgement", "log", "plumbing"]
 
-TOOL_PREFIX = "[tool] "  # how a tool call is stored (`memory.conversation.tool_line`)
+TOOL_PREFIX = "[tool] "  # how a tool call is stored (`memory.transcript.tool_line`)
 # Calls that only move the client's own machinery: loading deferred tools, the agent's scratch list, polling a
 # shell, and the ledger's own tools (what they stored is in the ledger already; what they found is an echo).
 PLUMBING_TOOLS = frozenset(

@@ -1,5 +1,5 @@
 """`serve`'s side of the short way: it answers the hooks, and CLI recalls and remembers, of the project it serves on
-its local socket (`cli/serve_client.py` is the other side).
+its local socket (`cli/fast_path.py` is the other side).
 
 While the agent's session is up, its `serve` has the journal, the index, the tokenizer and the model open. A hook
 sent here is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger,
@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from project_ledger.cli.hooks import Declined, run_hook
-from project_ledger.cli.serve_client import CLIENTS
 from project_ledger.errors import LedgerError
+from project_ledger.hooks.clients import HOOK_CLIENTS
 from project_ledger.local_socket import Listener, settings_fingerprint
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings
-    from project_ledger.memory.conversation import HookEvent
+    from project_ledger.hooks.event import HookEvent
     from project_ledger.memory.service import LedgerService
 
 log = logging.getLogger(__name__)
@@ -84,11 +84,13 @@ def ledger_answer(kind: str, request: dict[str, Any], served: Callable[[], Ledge
 def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
     """`{"output": ...}`: what the hook prints, the event handled and logged as the hook would have; or
     `{"declined": why}`."""
-    if request.get("client") not in CLIENTS or not isinstance(request.get("input"), str):
-        return {"error": f"a hook request needs 'client' (one of {', '.join(CLIENTS)}) and 'input' (the hook's JSON)"}
-    option = request.get("data_dir")
+    if request.get("client") not in HOOK_CLIENTS or not isinstance(request.get("input"), str):
+        return {"error": f"a hook request needs 'client' (one of {', '.join(HOOK_CLIENTS)}) and 'input' (the hook's JSON)"}
+    option, here = request.get("data_dir"), request.get("cwd")
     if option is not None and not isinstance(option, str):
         return {"error": "'data_dir' must be a path or null"}
+    if here is not None and not isinstance(here, str):
+        return {"error": "'cwd' must be the hook's folder or null"}
 
     @contextmanager
     def on_the_served_ledger(_settings: Settings, _event: HookEvent, data_dir: Path) -> Iterator[tuple[LedgerService, Callable[[], None]]]:
@@ -104,7 +106,9 @@ def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) ->
             ledger.release_start()  # the start-up's held part (the model, the code index) waited for this
 
     try:
-        output = run_hook(request["input"].encode(), Path(option) if option else None, request["client"], on_the_served_ledger)
+        output = run_hook(
+            request["input"].encode(), Path(option) if option else None, request["client"], on_the_served_ledger, Path(here) if here else None
+        )
     except Declined as exc:
         return {"declined": str(exc)}
     return {"output": output}

@@ -1,7 +1,7 @@
 """The hooks' log: one line per hook run in `<data dir>/logs/hooks.log`, the last of which `doctor` reads.
 
-Standard library only: the hook's shortest ways (the running server's answer, a kept session-start pack) write it
-before anything else of the ledger is loaded.
+The hook's shortest ways (the running server's answer, a kept session-start pack) write it before anything else of
+the ledger is loaded.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A hook is a new process on every prompt. Loading the CLI, its settings and the services, then opening the journal
 and an index slot, is most of its time; a server already has all of them open. So before any of that is loaded,
 the hook finds the project's data directory (as `serve` finds the project), and, if a server listens there, sends
-it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_socket.py`), but
+it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_answers.py`), but
 only when it runs with the same `LEDGER_*` settings and serves the data directory the hook would have used;
 otherwise it declines. No server, a stale socket, a decline, a timeout or any failure on the way: the hook does
 the work itself, with its input as it was read.
@@ -16,7 +16,8 @@ A session start is answered before that, when the pack the last one printed is s
 (`start_pack.py`), or when the session was handed its pack before (`session_packs.py`): SessionStart fires before
 the agent's server is up.
 
-Standard library only (and the project finder, which is too): importing anything more here would cost every hook.
+Standard library only (and the project finder and the clients' hook adapters, which are too): importing anything more
+here would cost every hook.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from project_ledger.cli.early_options import named_data_dir, options
-from project_ledger.hook_log import log_hook
+from project_ledger.hooks.clients import HOOK_CLIENTS
+from project_ledger.hooks.log import log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
 from project_ledger.session_packs import AGAIN, hand, handed
 from project_ledger.start_pack import kept
 
-CLIENTS = ("claude-code", "cursor")
 # A server that has not answered by then is taken for stuck: the hook does its own work (the journal keeps a turn
 # that both store once). Above the 2 s a hook waits for the journal's write lock (LEDGER_HOOK_WAIT_SECONDS).
 ANSWER_SECONDS = 3.0
@@ -46,25 +47,24 @@ ANSWER_SECONDS = 3.0
 def hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
     """The client and `--data-dir` of `hook <client> [--data-dir DIR]`; None for anything else (help, a typo),
     which the full CLI answers."""
-    given = options(args[1:], ("--data-dir",)) if args and args[0] in CLIENTS else None
+    given = options(args[1:], ("--data-dir",)) if args and args[0] in HOOK_CLIENTS else None
     if given is None:
         return None
     data_dir = given.get("--data-dir")
     return args[0], Path(data_dir) if data_dir else None
 
 
-def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mapping[str, str]) -> Path | None:
+def data_dir_for(payload: Any, client: str, option: Path | None, environ: Mapping[str, str], here: str | None = None) -> Path | None:
     """Where the hook's ledger is, worked out as the hook's settings would: `--data-dir`, LEDGER_DATA_DIR, else
-    `.ledger` in LEDGER_ROOT or in the project of the event's folder. None when there is no project. The server
+    `.ledger` in LEDGER_ROOT or in the project of the event's folder (`here`, the hook's own, where the client's
+    input names none; default this process's). None when there is no project. The server
     checks it against its own reading, so a guess here can only cost the short way, never answer for another
     ledger."""
     named = named_data_dir(environ, str(option) if option is not None else None)
     if named is not None:
         return named
-    if not isinstance(payload, dict):
-        return None
-    folder = payload.get("cwd") if client == "claude-code" else (payload.get("workspace_roots") or [None])[0]
-    if not isinstance(folder, str) or not folder:
+    folder = HOOK_CLIENTS[client].folder(payload, here if here is not None else os.getcwd())
+    if folder is None:
         return None
     root = from_working_directory(Path(folder)).root
     return root / DATA_DIR_NAME if root is not None else None
@@ -77,34 +77,32 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
     try:
         text = raw.decode("utf-8")
         payload = json.loads(text)
-        data_dir = data_dir_for(payload, client, option, environ)
+        here = os.getcwd()
+        data_dir = data_dir_for(payload, client, option, environ, here)
     except (ValueError, OSError):  # not JSON, not UTF-8, an unreadable folder: the full hook says what is wrong
         return None
     if data_dir is None:
         return None
     fingerprint = settings_fingerprint(environ)
-    if client == "claude-code" and (output := session_start(payload, data_dir, fingerprint)) is not None:
+    adapter = HOOK_CLIENTS[client]
+    start = adapter.start_of(payload) if adapter.keeps_start_pack else None
+    if start is not None and (output := session_start(*start, data_dir, fingerprint)) is not None:
         elapsed = round((time.perf_counter() - started) * 1000)
         how = "kept" if output else "kept handed-before"
-        log_hook(data_dir, f"ok SessionStart session={payload['session_id']} {elapsed}ms {how} stored=0 injected=0")
+        log_hook(data_dir, f"ok {adapter.log_name(payload)} session={start[0]} {elapsed}ms {how} stored=0 injected=0")
         return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None
-    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "settings": fingerprint}
+    request = {"kind": "hook", "client": client, "input": text, "data_dir": absolute, "cwd": here, "settings": fingerprint}
     answer = ask(socket_path(data_dir), request, ANSWER_SECONDS)
     output = answer.get("output") if answer is not None else None
     return output if isinstance(output, str) else None
 
 
-def session_start(payload: Any, data_dir: Path, fingerprint: str) -> str | None:
-    """A SessionStart answered without the ledger: nothing for a session that was handed its pack before (it was
-    continued or resumed), the pack the last start or SessionEnd made while nothing it is made of changed; None when
-    the hook has to make it (a compaction, a change, an input the full hook must judge)."""
-    if not isinstance(payload, dict) or payload.get("hook_event_name") != "SessionStart" or payload.get("source") == "compact":
-        return None
-    session, source = payload.get("session_id"), payload.get("source")
-    if not isinstance(session, str) or not session.strip() or not isinstance(source, str | None):
-        return None
+def session_start(session: str, source: str | None, data_dir: Path, fingerprint: str) -> str | None:
+    """A session start (`ClientHooks.start_of`) answered without the ledger: nothing for a session that was handed
+    its pack before (it was continued or resumed), the pack the last start or SessionEnd made while nothing it is made
+    of changed; None when the hook has to make it (a change, or no pack kept)."""
     if source not in AGAIN and handed(data_dir, session) is not None:
         return ""
     found = kept(data_dir, fingerprint)

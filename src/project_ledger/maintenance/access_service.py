@@ -17,7 +17,7 @@ from typing import Literal
 
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import InvalidArgument
-from project_ledger.storage.access import AccessStore, AuditEntry, StoredToken
+from project_ledger.storage.access_store import AccessStore, AuditEntry, StoredToken
 
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")  # each includes what the ones before it may do

@@ -13,7 +13,7 @@ import click
 from project_ledger.cli.support import check_found_root, ledger_errors, project_options
 from project_ledger.cli.terminal import say, say_json
 from project_ledger.config import Settings
-from project_ledger.maintenance.access import LOCAL, SCOPES, AccessService
+from project_ledger.maintenance.access_service import LOCAL, SCOPES, AccessService
 
 
 @dataclasses.dataclass(frozen=True)
