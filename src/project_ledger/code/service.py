@@ -329,7 +329,7 @@ class CodeService:
             last_scan=ScanStatus(
                 files=last.files, parsed=last.parsed, unchanged=last.unchanged, removed=last.removed,
                 seconds=round(last.seconds, 3), skipped=last.skipped.counts,
-            ) if last else None,  # fmt: skip
+            ) if last else None,
             watcher=self._watcher_state(),
             rescan=self.watcher.rescan_note() if self.watcher is not None else None,
             pending_vectors=self.search.pending_vectors(),

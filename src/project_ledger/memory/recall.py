@@ -388,7 +388,7 @@ class Recall:
             if room < 0:
                 break
             kept.append(hit)
-        while kept and (result := build(kept)).tokens > limit:
+        while kept and build(kept).tokens > limit:
             kept.pop()
         if len(kept) < len(results):
             shortened = self._shortened(results[len(kept)], terms, limit, kept, build)

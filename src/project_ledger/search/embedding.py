@@ -150,7 +150,7 @@ class _LazyEmbedder:
         if self._dim is None:
             try:
                 self._dim = _dim_of(self.name)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - recorded in state; the ledger stays up on BM25
                 self.state, self.detail = "failed", f"{type(exc).__name__}: {exc}"
                 self._dim = DEFAULT_DIM  # keeps the index schema valid; no vector of this model is ever stored
         return self._dim
@@ -166,7 +166,7 @@ class _LazyEmbedder:
             self.state = "loading"
             try:
                 self._open()
-            except Exception as exc:  # any failure leaves the ledger on BM25, never down
+            except Exception as exc:  # noqa: BLE001 - any failure leaves the ledger on BM25, never down
                 self.state, self.detail = "failed", f"{type(exc).__name__}: {exc}"
                 log.warning("embedding model %s could not load (%s); recall uses BM25 only", self.name, self.detail)
                 return False

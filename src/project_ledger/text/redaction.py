@@ -142,14 +142,21 @@ _VALUE = bounded_scan.compile(
 )
 # A plain `..._KEY` names something else when it is one of these: CACHE_KEY, SORT_KEY, IDEMPOTENCY_KEY.
 _NOT_SECRET_KEY_WORDS = frozenset(
-    "cache sort primary foreign partition routing idempotency lookup dedup dedupe shard row object bucket index map dict "
-    "hash group config setting settings state context env field column attr attribute metadata meta".split()
+    [
+        "cache", "sort", "primary", "foreign", "partition", "routing", "idempotency", "lookup", "dedup", "dedupe",
+        "shard", "row", "object", "bucket", "index", "map", "dict", "hash", "group", "config", "setting", "settings",
+        "state", "context", "env", "field", "column", "attr", "attribute", "metadata", "meta",
+    ]
 )
 # A name ending in one of these holds something about the secret, not the secret: token_type, password_hash, secret_arn.
 _NOT_SECRET_NAME_ENDS = frozenset(
-    "type url uri endpoint path file dir name field len length count hash hashed digest prefix suffix header env var "
-    "format pattern regex label placeholder hint ttl expiry expires timeout arn version kind class id ids index param "
-    "policy prompt text message msg error title description help tokens".split()
+    [
+        "type", "url", "uri", "endpoint", "path", "file", "dir", "name", "field", "len", "length", "count", "hash",
+        "hashed", "digest", "prefix", "suffix", "header", "env", "var", "format", "pattern", "regex", "label",
+        "placeholder", "hint", "ttl", "expiry", "expires", "timeout", "arn", "version", "kind", "class", "id", "ids",
+        "index", "param", "policy", "prompt", "text", "message", "msg", "error", "title", "description", "help",
+        "tokens",
+    ]
 )
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SEPARATOR = re.compile(r"[_.\-]+")
