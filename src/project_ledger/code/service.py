@@ -28,6 +28,7 @@ from project_ledger.models import (
     CodeStatus,
     CodeSymbol,
     FindSymbolResult,
+    RecallMode,
     ReferenceSite,
     ReferencesResult,
     RepoMapResult,
@@ -229,7 +230,7 @@ class CodeService:
         ]
         pending = self.search.pending_vectors()
         notes = [note] if (note := self.indexer.progress.note()) else []
-        mode = "hybrid"
+        mode: RecallMode = "hybrid"
         if not self.search.embedder_ready():
             mode = "bm25-only"
             notes.append("the embedding model is not loaded yet: ranked on exact words (BM25) only")

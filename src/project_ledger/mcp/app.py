@@ -368,7 +368,7 @@ def create_server(
     ledger: LedgerService | None = None,
     alongside: Callable[[Callable[[], LedgerService]], AbstractContextManager[object]] | None = None,
     tools_at_start: bool = False,
-) -> MCPServer:
+) -> LedgerServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
 
     If the journal cannot be opened (a read-only or damaged data directory), the server still starts: its

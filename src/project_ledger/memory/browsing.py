@@ -13,7 +13,16 @@ from functools import partial
 from project_ledger.code.links import CodeAnchors, describe
 from project_ledger.errors import InvalidArgument
 from project_ledger.memory.validation import Limits, Validator
-from project_ledger.models import ForgetPreview, ListedMemory, MemoryDetail, MemoryLink, MemoryPage, Relation, StaleMemory
+from project_ledger.models import (
+    Direction,
+    ForgetPreview,
+    ListedMemory,
+    MemoryDetail,
+    MemoryLink,
+    MemoryPage,
+    Relation,
+    StaleMemory,
+)
 from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, TextSink, write_export
 from project_ledger.storage.journal import Anchor, Journal, utc_now
 
@@ -112,9 +121,9 @@ class MemoryBrowser:
         return header
 
 
-def related(relations: Iterable[tuple[str, str, str]]) -> list[Relation]:
+def related(relations: Iterable[tuple[str, str, Direction]]) -> list[Relation]:
     """One entry per other memory and direction, its relations joined ("cites and covers" from one gist)."""
-    grouped: dict[tuple[str, str], list[str]] = {}
+    grouped: dict[tuple[str, Direction], list[str]] = {}
     for relation, other, direction in relations:
         grouped.setdefault((other, direction), []).append(relation)
     return [Relation(relation=" and ".join(names), id=other, direction=d) for (other, d), names in grouped.items()]

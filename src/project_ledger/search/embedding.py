@@ -96,8 +96,12 @@ class Embedder(Protocol):
 
     name: str
     identity: str  # changes whenever stored vectors stop being comparable
-    state: ModelState
-    detail: str | None
+
+    @property
+    def state(self) -> ModelState: ...
+
+    @property
+    def detail(self) -> str | None: ...
 
     @property
     def dim(self) -> int: ...
@@ -401,9 +405,11 @@ class FastEmbedEmbedder(_LazyEmbedder):
     def _open(self) -> None:
         from fastembed import TextEmbedding
 
-        extra = {"specific_model_path": str(self._model_dir)} if self._model_dir is not None else {}
+        model_path = str(self._model_dir) if self._model_dir is not None else None  # None: fastembed's own download
         # One ONNX thread per call: `embed_documents` spreads its batches over the cores instead.
-        self._model = TextEmbedding(model_name=self.name, cache_dir=str(self._cache_dir), threads=1, **extra)
+        self._model = TextEmbedding(
+            model_name=self.name, cache_dir=str(self._cache_dir), threads=1, specific_model_path=model_path
+        )
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Small batches of similar length (every text in a batch is padded to the longest one).

@@ -11,15 +11,15 @@ model, and the importing ledger computes them in the background.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from project_ledger.errors import InvalidArgument
 from project_ledger.models import Kind, Memory
 
-FORMAT = "project-ledger-export"
-VERSION = 1
+FORMAT: Final = "project-ledger-export"
+VERSION: Final = 1
 
 
 class TextSink(Protocol):

@@ -79,10 +79,10 @@ class _Detector:
     pattern: bounded_scan.Pattern
     hints: tuple[str, ...]  # the pattern runs only when one of these is in the text (cheap pre-check)
     group: str | int = 0  # the part of the match that is the secret
-    accept: Callable[[re.Match[str]], bool] | None = None
+    accept: Callable[[bounded_scan.Match], bool] | None = None
 
 
-def _group_not_placeholder(group: str | int) -> Callable[[re.Match[str]], bool]:
+def _group_not_placeholder(group: str | int) -> Callable[[bounded_scan.Match], bool]:
     return lambda m: not_placeholder(m[group])
 
 
@@ -110,7 +110,7 @@ _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{32}")
 _URL_PASSWORD = bounded_scan.compile(r"://(?<=[A-Za-z0-9]://)(?P<user>[^\s:/?#@\[\]\"'`<>]{0,256}+):(?P<pw>[^\s:/?#@\"'`<>]{1,256}+)@")
 
 
-def _real_url_password(m: re.Match[str]) -> bool:
+def _real_url_password(m: bounded_scan.Match) -> bool:
     pw = m["pw"]
     if pw == m["user"] or pw.startswith(("$", "{", "%s", "%(")) or EXAMPLE_PASSWORD.fullmatch(pw):
         return False  # postgres:postgres@, a template, or user:password@ in an example
