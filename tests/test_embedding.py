@@ -152,13 +152,15 @@ def test_the_token_table_edit_refuses_a_graph_it_does_not_know() -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the process's mappings (Linux)")
 def test_the_token_table_is_read_in_place_from_the_prepared_file(tmp_path: Path) -> None:
+    """The loaded model keeps the whole table file mapped, shared (its pages are the file's, for every process),
+    while it answers."""
     model = create_embedder(None, None, tmp_path, 1)
     assert isinstance(model, OnnxEmbedder) and model.load()
-    address = model._shared[f"{WORD_EMBEDDINGS}_q"].data_ptr()
-    table = str(prepared_model(tmp_path).table.resolve())
-    mapped = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(table)]
-    assert any(int(low, 16) <= address < int(high, 16) for low, high in (m[0].split("-") for m in mapped))
     assert model.embed_query("the table is looked up").shape == (384,)
+    table = prepared_model(tmp_path).table.resolve()
+    mapped = [line.split() for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(str(table))]
+    assert mapped and all("s" in permissions for _, permissions, *_ in mapped)
+    assert sum(int(high, 16) - int(low, 16) for low, high in (m[0].split("-") for m in mapped)) >= table.stat().st_size
 
 
 def sha256(path: Path) -> str:

@@ -95,7 +95,11 @@ def test_with_the_same_places_a_written_down_memory_outranks_a_turn_and_a_gist_r
 
 
 def test_a_note_fades_with_age_but_decisions_definitions_and_pins_do_not() -> None:
-    assert only(memory("m1", age_days=7)).sources.signals["fresh"] == pytest.approx(math.log(0.85))  # one half-life: 0.7 + 0.3 / 2
+    def kept(age_days: float) -> float:  # what is left of the `fresh` factor at this age
+        return math.exp(only(memory("m1", age_days=age_days)).sources.signals["fresh"])
+
+    half_life = PARAMS.half_life_days
+    assert kept(half_life) == pytest.approx((1 + kept(100 * half_life)) / 2)  # one half-life takes half of what age can
     assert scored(memory("m1", age_days=0)) > scored(memory("m1", age_days=7)) > scored(memory("m1", age_days=400))
     for item in (memory("m1", "decision", 400), memory("m1", "definition", 400), memory("m1", age_days=400, pinned=True)):
         assert "fresh" not in only(item).sources.signals  # log(1): nothing taken off
@@ -216,7 +220,7 @@ def test_a_turn_close_in_meaning_to_a_replaced_session_gist_is_not_outdated() ->
 def test_an_outdated_item_never_ranks_above_what_replaced_it_outside_a_time_window() -> None:
     found = Candidates(dense=[Hit(1, 0.9), Hit(2, 0.8), Hit(3, 0.7), Hit(4, 0.6)], sparse=[Hit(1, 9.0), Hit(5, 8.0)])
     memories = {
-        1: memory("t1", "turn"),  # both lists rank it first: even at ×0.7 it would beat m4
+        1: memory("t1", "turn"),  # both lists rank it first: even outdated, it outscores m4
         2: memory("m2", "decision", superseded_by="m3"),  # replaced by m3, itself replaced by m4
         3: memory("m3", "decision", superseded_by="m4"),
         4: memory("m4", "decision"),

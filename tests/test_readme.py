@@ -47,7 +47,7 @@ def test_the_readme_is_short_and_opens_with_an_install_that_needs_no_system_pip(
     assert block is not None
     commands = [line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
     assert commands[0].startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . "), commands[0]
-    assert commands[1] == "bash tests/setup.sh && pytest"
+    assert commands[1] == "bash tests/setup.sh && ruff check src && mypy && pytest"
     assert "README.md" in (ROOT / ".ci" / "run").read_text(), ".ci/run runs the README's first block"
 
 

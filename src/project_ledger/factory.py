@@ -243,7 +243,7 @@ class SearchIndexes:
             try:
                 client, _ = self.client()
                 client.get_collections()
-            except Exception as exc:  # refused, timed out, unauthorized, or a local-mode folder in use: all say the same
+            except Exception as exc:  # noqa: BLE001 - refused, timed out, unauthorized or a local-mode folder in use: one message
                 reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise IndexUnavailable(f"cannot use the Qdrant server at {where}: {reason}; {hint}") from None
             return

@@ -7,10 +7,11 @@ with the descriptor, so a process that dies, however it dies, lets go of it.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
-if os.name == "nt":
+if sys.platform == "win32":  # the same test as os.name == "nt", in the form type checkers read
     import msvcrt
 
     def _lock(fd: int, wait: bool) -> bool:

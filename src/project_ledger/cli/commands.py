@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import click
 
@@ -172,6 +172,29 @@ def serve(settings: Settings, transport: str, host: str, port: int, no_auth: boo
         listener.close()
 
 
+class _RememberArguments(TypedDict):
+    """What `remember` asks of a running server, or of the ledger when none answers: the same call either way."""
+
+    text: str
+    kind: str
+    tags: list[str]
+    session: str | None
+    pinned: bool
+    supersedes: str | None
+
+
+class _RecallArguments(TypedDict):
+    """What `recall` asks of a running server, or of the ledger when none answers."""
+
+    query: str
+    k: int
+    kinds: list[str] | None
+    tags: list[str] | None
+    since: str | None
+    until: str | None
+    min_relevance: float | None
+
+
 def _served_result(answer: dict[str, Any] | None, model: type[Served]) -> Served | None:
     """What the project's running `serve` answered, read as `model`; None when no server answered. A refusal is the
     ledger's own one-line error."""
@@ -207,8 +230,10 @@ def remember(
     from project_ledger.config import resolve_paths
     from project_ledger.models import RememberResult
 
-    arguments = {"text": text, "kind": kind, "tags": list(tags), "session": session, "pinned": pinned, "supersedes": supersedes}
-    result = _served_result(remember_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments), RememberResult)
+    arguments: _RememberArguments = {
+        "text": text, "kind": kind, "tags": list(tags), "session": session, "pinned": pinned, "supersedes": supersedes
+    }
+    result = _served_result(remember_from_server(resolve_paths(settings, Path.cwd()).data_dir, dict(arguments)), RememberResult)
     if result is None:  # no server answered (its index is open already, when one does)
         with opened_services(settings) as services:
             services.maintenance.try_open_index()  # for the near-duplicate check; the note says if it was skipped
@@ -257,11 +282,11 @@ def recall(
     from project_ledger.memory.recall import render_results
     from project_ledger.models import RecallResult
 
-    arguments = {
+    arguments: _RecallArguments = {
         "query": query, "k": k, "kinds": list(kinds) or None, "tags": list(tags) or None, "since": since, "until": until,
         "min_relevance": min_relevance,
     }  # fmt: skip
-    result = _served_result(recall_from_server(resolve_paths(settings, Path.cwd()).data_dir, arguments), RecallResult)
+    result = _served_result(recall_from_server(resolve_paths(settings, Path.cwd()).data_dir, dict(arguments)), RecallResult)
     if result is None:  # no server answered (its model is loaded already, when one does)
         with opened(settings, index=True, model=True) as ledger:
             result = ledger.recall(**arguments)

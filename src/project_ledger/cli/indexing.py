@@ -39,8 +39,10 @@ def index_with_progress(maintenance: MaintenanceService, *, embed: bool, as_json
 def render_summary(summary: ScanSummary, *, symbols: int, references: int, languages: dict[str, int], embedded: int) -> str:
     rate = summary.parsed / summary.seconds if summary.seconds > 0 else 0.0
     lines = [
-        f"indexed {summary.files} files in {summary.seconds:.1f}s: {summary.parsed} parsed ({rate:,.0f}/s), "
-        f"{summary.unchanged} unchanged, {summary.removed} removed",
+        (
+            f"indexed {summary.files} files in {summary.seconds:.1f}s: {summary.parsed} parsed ({rate:,.0f}/s), "
+            f"{summary.unchanged} unchanged, {summary.removed} removed"
+        ),
         f"symbols: {symbols:,} definitions, {references:,} references",
         "languages: " + (", ".join(f"{name} {n}" for name, n in sorted(languages.items(), key=lambda kv: -kv[1])) or "none"),
     ]

@@ -83,7 +83,7 @@ def _pyproject(root: Path, found: Manifest, runner: str) -> None:
     scripts = [name for name in (*_table(project, "scripts"), *_table(poetry, "scripts")) if _string(name)]
     if scripts and found.run is None:
         found.run = f"{runner}{_string(scripts[0])}"
-    ruff = tool.get("ruff") if isinstance(tool.get("ruff"), dict) else _toml(root / "ruff.toml") or _toml(root / ".ruff.toml")
+    ruff = _table(tool, "ruff") if isinstance(tool.get("ruff"), dict) else _toml(root / "ruff.toml") or _toml(root / ".ruff.toml")
     if ruff or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file():
         found.checks += [f"{runner}ruff check .", f"{runner}ruff format --check ."]
         _line_length(found, ruff.get("line-length"), "ruff")

@@ -288,7 +288,7 @@ class Proxy:
             for line in link.lines:
                 message = _parsed(line)
                 answered = message.get("id") if message and "method" not in message else None
-                if answered is not None:
+                if message and answered is not None:
                     key = json.dumps(answered)
                     if answered == self._replay_id:
                         self._replayed.set()

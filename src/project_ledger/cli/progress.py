@@ -9,12 +9,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from project_ledger.maintenance.service import Report
+    from project_ledger.storage.backup import TextSink
 
 
 @contextmanager
@@ -54,7 +55,7 @@ def _silent(step: str, done: int, total: int | None) -> None:
 class CountingWriter:
     """Writes through to `out` and reports each line written: progress for a stream of JSON lines."""
 
-    def __init__(self, out: TextIO, *, step: str, total: int | None, report: Report) -> None:
+    def __init__(self, out: TextSink, *, step: str, total: int | None, report: Report) -> None:
         self._out, self._step, self._total, self._report = out, step, total, report
         self.lines = 0
 

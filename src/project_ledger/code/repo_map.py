@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from project_ledger.search.tuning import REPO_MAP
@@ -53,7 +54,7 @@ class RepoMap:
     total_definitions: int
 
 
-def _weight(name: str, defining_files: int, focus_names: Set[str]) -> float:
+def _weight(name: str, defining_files: int, focus_names: AbstractSet[str]) -> float:
     weight = 1.0
     if name in focus_names:
         weight *= REPO_MAP.focus_name
@@ -88,7 +89,7 @@ def pagerank(edges: dict[str, dict[str, float]], nodes: Iterable[str], personal:
 
 
 def rank_definitions(
-    definitions: list[MapDefinition], uses: list[MapUse], focus_files: Set[str], focus_names: Set[str]
+    definitions: list[MapDefinition], uses: list[MapUse], focus_files: AbstractSet[str], focus_names: AbstractSet[str]
 ) -> list[tuple[float, MapDefinition]]:
     """Every definition with a score, best first; unreferenced ones follow, by their file's rank."""
     defined_in: dict[str, set[str]] = defaultdict(set)
@@ -174,8 +175,8 @@ def build_repo_map(
     budget: int,
     count_tokens: Callable[[str], int],
     *,
-    focus_files: Set[str] = frozenset(),
-    focus_names: Set[str] = frozenset(),
+    focus_files: AbstractSet[str] = frozenset(),
+    focus_names: AbstractSet[str] = frozenset(),
 ) -> RepoMap:
     """The largest prefix of the ranking whose rendering fits `budget` tokens (binary search)."""
     ranked = [d for _, d in rank_definitions(definitions, uses, focus_files, focus_names)]

@@ -76,4 +76,4 @@ class ParsedFile:
                  embed_hash(text))
             )  # fmt: skip
         # Plain tuples: the rows cross from a worker process, and unpickling a named tuple calls its class per row.
-        return cls(record, symbols, list(map(tuple, references)))
+        return cls(record, symbols, [(name, kind, lines, uses) for name, kind, lines, uses in references])

@@ -28,6 +28,7 @@ from project_ledger.models import (
     CodeStatus,
     CodeSymbol,
     FindSymbolResult,
+    RecallMode,
     ReferenceSite,
     ReferencesResult,
     RepoMapResult,
@@ -229,7 +230,7 @@ class CodeService:
         ]
         pending = self.search.pending_vectors()
         notes = [note] if (note := self.indexer.progress.note()) else []
-        mode = "hybrid"
+        mode: RecallMode = "hybrid"
         if not self.search.embedder_ready():
             mode = "bm25-only"
             notes.append("the embedding model is not loaded yet: ranked on exact words (BM25) only")
@@ -329,7 +330,7 @@ class CodeService:
             last_scan=ScanStatus(
                 files=last.files, parsed=last.parsed, unchanged=last.unchanged, removed=last.removed,
                 seconds=round(last.seconds, 3), skipped=last.skipped.counts,
-            ) if last else None,  # fmt: skip
+            ) if last else None,
             watcher=self._watcher_state(),
             rescan=self.watcher.rescan_note() if self.watcher is not None else None,
             pending_vectors=self.search.pending_vectors(),

@@ -381,7 +381,8 @@ class CodeStore:
 
     def references(self, name: str, path_prefix: str | None, limit: int) -> list[StoredReference]:
         """Use sites of `name`, by path and line, at most `limit`."""
-        where, params = "name = ?", [name]
+        where = "name = ?"
+        params: list[object] = [name]
         if path_prefix:
             condition, values = under(path_prefix)
             where += f" AND {condition}"

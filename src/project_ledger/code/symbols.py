@@ -270,7 +270,7 @@ def extract(grammar: Grammar, source: bytes) -> FileSymbols:
             continue
         name_node = names[0]
         for capture, role, kind, lookup in patterns[pattern]:
-            nodes = captures.get(capture) if lookup else ()
+            nodes = captures.get(capture) if lookup else []
             if nodes is None:
                 continue
             if role == _REFERENCE:

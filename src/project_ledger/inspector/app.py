@@ -185,42 +185,42 @@ class Inspector:
 
     async def recall(self, request: Request) -> Response:
         query = request.query_params
-        values = {"form": dict(query), "kinds": KINDS, "explanation": None, "error": None}
-        if "q" not in query:
-            return self.render(request, "recall.html", **values)
-        try:
-            values["explanation"] = await self.call(
-                lambda: self.ledger.explain_recall(
-                    query.get("q", ""),
-                    k=whole(query, "k", DEFAULT_K),
-                    kinds=[kind] if (kind := text(query, "kind")) else None,
-                    tags=[tag] if (tag := text(query, "tag")) else None,
-                    session=text(query, "session"),
-                    include_superseded=flag(query, "include_superseded"),
-                    current_session=text(query, "current_session"),
-                    min_relevance=fraction(query, "min_relevance"),
+        explanation, error, http_status = None, None, 200
+        if "q" in query:
+            try:
+                explanation = await self.call(
+                    lambda: self.ledger.explain_recall(
+                        query.get("q", ""),
+                        k=whole(query, "k", DEFAULT_K),
+                        kinds=[kind] if (kind := text(query, "kind")) else None,
+                        tags=[tag] if (tag := text(query, "tag")) else None,
+                        session=text(query, "session"),
+                        include_superseded=flag(query, "include_superseded"),
+                        current_session=text(query, "current_session"),
+                        min_relevance=fraction(query, "min_relevance"),
+                    )
                 )
-            )
-        except LedgerError as exc:
-            return self.render(request, "recall.html", status_of(exc), **{**values, "error": str(exc)})
-        return self.render(request, "recall.html", **values)
+            except LedgerError as exc:
+                error, http_status = str(exc), status_of(exc)
+        return self.render(
+            request, "recall.html", http_status, form=dict(query), kinds=KINDS, explanation=explanation, error=error
+        )
 
     async def context(self, request: Request) -> Response:
         query = request.query_params
-        values = {"form": dict(query), "pack": None, "error": None}
-        if "budget" not in query and "q" not in query:
-            return self.render(request, "context.html", **values)
-        try:
-            values["pack"] = await self.call(
-                lambda: self.ledger.context(
-                    text(query, "q"),
-                    whole(query, "budget", DEFAULT_CONTEXT_TOKENS, "token budget"),
-                    session=text(query, "session"),
+        pack, error, http_status = None, None, 200
+        if "budget" in query or "q" in query:
+            try:
+                pack = await self.call(
+                    lambda: self.ledger.context(
+                        text(query, "q"),
+                        whole(query, "budget", DEFAULT_CONTEXT_TOKENS, "token budget"),
+                        session=text(query, "session"),
+                    )
                 )
-            )
-        except LedgerError as exc:
-            return self.render(request, "context.html", status_of(exc), **{**values, "error": str(exc)})
-        return self.render(request, "context.html", **values)
+            except LedgerError as exc:
+                error, http_status = str(exc), status_of(exc)
+        return self.render(request, "context.html", http_status, form=dict(query), pack=pack, error=error)
 
     # -- code, status ------------------------------------------------------------
 

@@ -124,7 +124,7 @@ class LedgerTools:
                 raise SamplingFailed(f"the client did not answer within {timeout:g}s (LEDGER_SAMPLING_TIMEOUT_SECONDS)") from None
             except MCPError as exc:
                 raise SamplingFailed(f"the client refused: {exc}") from None
-            except Exception as exc:  # a dropped connection or a malformed answer: the gist falls back, never fails
+            except Exception as exc:  # noqa: BLE001 - a dropped connection or malformed answer: the gist falls back, never fails
                 raise SamplingFailed(f"the request failed ({type(exc).__name__}: {exc})") from None
             if not isinstance(result.content, TextContent):
                 raise SamplingFailed(f"the client answered with {result.content.type}, not text")
@@ -368,7 +368,7 @@ def create_server(
     ledger: LedgerService | None = None,
     alongside: Callable[[Callable[[], LedgerService]], AbstractContextManager[object]] | None = None,
     tools_at_start: bool = False,
-) -> MCPServer:
+) -> LedgerServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
 
     If the journal cannot be opened (a read-only or damaged data directory), the server still starts: its

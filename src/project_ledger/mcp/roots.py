@@ -91,7 +91,7 @@ class ClientRoots:
     async def _refresh(self, session: ServerSession) -> None:
         try:
             result = await session.list_roots()
-        except Exception as exc:  # a client that advertised roots but cannot list them: keep what we have
+        except Exception as exc:  # noqa: BLE001 - a client that advertised roots but cannot list them: keep what we have
             self.note = f"the client did not list its roots ({type(exc).__name__}: {exc})"
             log.warning("%s", self.note)
             self._answered.set()

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp_types import CallToolResult, ListToolsResult, TextContent
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 
 import anyio
 from anyio.abc import ObjectSendStream
@@ -34,7 +35,7 @@ _HEAD_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 def _refusal(exc: Exception) -> JSONRPCError:
     """The error to send back for a line that could not be read as a message."""
-    error = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else {}
+    error: Mapping[str, object] = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else {}
     raw = error.get("input")
     raw = raw if isinstance(raw, str) else ""
     try:

@@ -9,13 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import partial
-from typing import TextIO
 
 from project_ledger.code.links import CodeAnchors, describe
 from project_ledger.errors import InvalidArgument
 from project_ledger.memory.validation import Limits, Validator
-from project_ledger.models import ForgetPreview, ListedMemory, MemoryDetail, MemoryLink, MemoryPage, Relation, StaleMemory
-from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, write_export
+from project_ledger.models import (
+    Direction,
+    ForgetPreview,
+    ListedMemory,
+    MemoryDetail,
+    MemoryLink,
+    MemoryPage,
+    Relation,
+    StaleMemory,
+)
+from project_ledger.storage.backup import FORMAT, VERSION, ExportHeader, TextSink, write_export
 from project_ledger.storage.journal import Anchor, Journal, utc_now
 
 MAX_STALE_LISTED = 50
@@ -82,7 +90,7 @@ class MemoryBrowser:
             MemoryLink(
                 target=anchor.target, name=anchor.name if anchor.target == "symbol" else None,
                 description=describe(anchor), changed=next(iter(self.anchors.changes([anchor], settle)), None),
-            )  # fmt: skip
+            )
             for anchor in self.journal.anchors([memory.id]).get(memory.id, [])
         ]
         return MemoryDetail(
@@ -97,7 +105,7 @@ class MemoryBrowser:
         memory = self.journal.get(self.validate.label(memory_id, "id") or memory_id)
         return ForgetPreview(memory=memory, also=self.journal.derived(memory.id) if memory.deleted_at is None else [])
 
-    def export(self, out: TextIO) -> ExportHeader:
+    def export(self, out: TextSink) -> ExportHeader:
         """Write every memory, tombstones included, as JSON lines (see `backup`)."""
         memories = self.journal.dump()
         tombstones = sum(memory.deleted_at is not None for memory in memories)
@@ -113,9 +121,9 @@ class MemoryBrowser:
         return header
 
 
-def related(relations: Iterable[tuple[str, str, str]]) -> list[Relation]:
+def related(relations: Iterable[tuple[str, str, Direction]]) -> list[Relation]:
     """One entry per other memory and direction, its relations joined ("cites and covers" from one gist)."""
-    grouped: dict[tuple[str, str], list[str]] = {}
+    grouped: dict[tuple[str, Direction], list[str]] = {}
     for relation, other, direction in relations:
         grouped.setdefault((other, direction), []).append(relation)
     return [Relation(relation=" and ".join(names), id=other, direction=d) for (other, d), names in grouped.items()]

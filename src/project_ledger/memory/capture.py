@@ -23,11 +23,11 @@ MIN_CONTENT_WORDS = 3
 MAX_SENTENCE_CHARS = 600
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+")
-_FENCE = re.compile(r"```.*?```", re.S)
+_FENCE = re.compile(r"```.*?```", re.DOTALL)
 
 
 def _cues(*patterns: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
 
 
 # Checked in this order; a sentence yields at most one proposal, of the first kind that matches.
@@ -112,7 +112,7 @@ _KINDS: tuple[tuple[CaptureKind, re.Pattern[str]], ...] = (
 # Said to be decided, whatever else the sentence says ("We just decided the API must stay versioned"): a decision,
 # checked before the other kinds, whose cues ("must") it may also hold; if what follows the cue says what was decided
 # ("We decided the retry policy." names a topic only, and the next turn or a recorded memory holds the decision).
-_STATES = re.compile(r"[:=\d]|\b(?:to|that|on|is|are|was|were|will|must|should|never|always|only|uses?|using)\b", re.I)
+_STATES = re.compile(r"[:=\d]|\b(?:to|that|on|is|are|was|were|will|must|should|never|always|only|uses?|using)\b", re.IGNORECASE)
 _DECIDED = _cues(r"\b(?:we|I)(?:'ve| have)?\s+(?:just\s+|already\s+|finally\s+|now\s+)?(?:decided|agreed|settled on)\b", r"\bdecision\s*:")
 
 _HEDGES = _cues(

@@ -65,7 +65,7 @@ def _note(sections: Sequence[PackSection], chosen: dict[str, list[int]], budget:
         missing = [i for i in range(len(section.items)) if i not in kept]
         if not missing:
             continue
-        ids = [section.items[i].id for i in missing if section.items[i].id] if with_ids else []
+        ids = [item_id for i in missing if (item_id := section.items[i].id)] if with_ids else []
         listed = ", ".join(ids[:MAX_LISTED_IDS]) + (f" and {len(ids) - MAX_LISTED_IDS} more" if len(ids) > MAX_LISTED_IDS else "")
         what = f"{len(missing)} {section.unit}" + (f" ({listed})" if listed else "")
         parts.append(what + (f": {section.left_out_hint}" if section.left_out_hint else ""))

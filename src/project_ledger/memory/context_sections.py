@@ -47,7 +47,7 @@ def _attributes(pairs: Sequence[tuple[str, object]]) -> str:
     return " ".join(rendered)
 
 
-def render_memory(memory: Memory | RecallHit, tag: str = "memory", **extra: object) -> str:
+def render_memory(memory: Memory | RecallHit, tag: str = "memory", extra: Sequence[tuple[str, object]] = ()) -> str:
     """`<memory id=… kind=… created=…>`, the text verbatim, then the closing tag."""
     attributes = _attributes(
         [
@@ -60,7 +60,7 @@ def render_memory(memory: Memory | RecallHit, tag: str = "memory", **extra: obje
             ("pinned", memory.pinned and tag == "memory"),
             ("superseded-by", memory.superseded_by),
             ("suspicious", memory.suspicious),
-            *extra.items(),
+            *extra,
         ]
     )
     return f"<{tag} {attributes}>\n{defang(memory.text)}\n</{tag}>"
@@ -74,14 +74,14 @@ def withheld_notice(ids: Sequence[str]) -> str:
 
 
 def render_hit(hit: RecallHit) -> str:
-    extra = {
-        "outdated-by": hit.outdated_by,
-        "relevance": f"{hit.relevance:.2f}" if hit.relevance is not None else None,
-        "source-of": hit.source_of,
-        "stale": "; ".join(hit.changed) or None,
-        "shortened": hit.shortened,
-    }
-    return render_memory(hit, **extra)
+    extra = [
+        ("outdated-by", hit.outdated_by),
+        ("relevance", f"{hit.relevance:.2f}" if hit.relevance is not None else None),
+        ("source-of", hit.source_of),
+        ("stale", "; ".join(hit.changed) or None),
+        ("shortened", hit.shortened),
+    ]
+    return render_memory(hit, extra=extra)
 
 
 def render_symbol_line(symbol: CodeHit) -> str:
@@ -133,7 +133,8 @@ def query_sections(
 ) -> list[PackSection]:
     """Session gists, recalled memories (best first), code symbols, then the session's recent turns
     (newest first in priority). Suspicious ones are named, not shown."""
-    withheld = [m.id for m in (*gists, *memories, *turns) if m.suspicious]
+    shown: list[Memory | RecallHit] = [*gists, *memories, *turns]
+    withheld = [m.id for m in shown if m.suspicious]
     gists = [m for m in gists if not m.suspicious]
     memories = [m for m in memories if not m.suspicious]
     turns = [m for m in turns if not m.suspicious]

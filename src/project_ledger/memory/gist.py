@@ -36,7 +36,7 @@ _NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w\-]*")  # a capitalised word after an
 _OPEN_QUESTION = re.compile(
     r"\b(?:open question|not sure yet|TBD|to be decided|undecided|haven't decided|still need to (?:decide|figure out)|"
     r"decide later|unresolved|pending a decision|waiting (?:on|for) (?:an answer|a decision|\w+ to decide))\b",
-    re.I,
+    re.IGNORECASE,
 )
 
 

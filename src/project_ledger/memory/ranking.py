@@ -188,7 +188,7 @@ def _signals(
     elif memory.kind != "turn":
         found["typed"] = 1.0
     if not (memory.pinned or memory.kind in params.no_decay_kinds or params.half_life_days <= 0):
-        created = datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
+        created = datetime.fromisoformat(memory.created_at).timestamp()
         decay = 0.5 ** (max(now - created, 0.0) / DAY / params.half_life_days)
         found["fresh"] = math.log(1 - RECENCY_SHARE + RECENCY_SHARE * decay)
     if session is not None and memory.session == session:
@@ -411,16 +411,20 @@ def _recorded_from(ranked: Sequence[Ranked]) -> dict[str, str]:
             continue
         for memory in written:
             same = memory.session is None or memory.session == turn.session
-            if same and turn.created_at <= memory.created_at and _seconds_between(turn, memory) <= RECORDED_WITHIN:
-                if len(content_words(turn.text) & content_words(memory.text)) >= 2:
-                    found[turn.id] = memory.id
-                    break
+            if (
+                same
+                and turn.created_at <= memory.created_at
+                and _seconds_between(turn, memory) <= RECORDED_WITHIN
+                and len(content_words(turn.text) & content_words(memory.text)) >= 2
+            ):
+                found[turn.id] = memory.id
+                break
     return found
 
 
 def _seconds_between(earlier: Memory, later: Memory) -> float:
     def moment(memory: Memory) -> float:
-        return datetime.fromisoformat(memory.created_at.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(memory.created_at).timestamp()
 
     return moment(later) - moment(earlier)
 

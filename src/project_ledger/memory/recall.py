@@ -220,9 +220,11 @@ class Recall:
         found = outdated_turns(turns, retired, vectors, self.params.outdated_turn_similarity, self.params.outdated_turn_wording)
         seq_of = {m.id: seq for seq, m in turns.items()}
         for child, (parent, *_) in parents.items():
-            pair = (seq_of.get(child), seq_of.get(parent))
+            if (child_seq := seq_of.get(child)) is None or (parent_seq := seq_of.get(parent)) is None:
+                continue
+            pair = (child_seq, parent_seq)
             replaced = next((found[seq] for seq in pair if seq in found), None)
-            if replaced is not None and None not in pair:
+            if replaced is not None:
                 found.update(dict.fromkeys(pair, replaced))
         return found
 
@@ -263,12 +265,12 @@ class Recall:
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}
         memories = {seq: fetched[seq] for seq in listed & fetched.keys()}
         memories |= self.journal.get_by_seqs(sorted(listed - fetched.keys()))
-        lexical = self.gateway.coverage(terms, {seq: memory.text for seq, memory in memories.items()})
+        coverage = self.gateway.coverage(terms, {seq: memory.text for seq, memory in memories.items()})
         on_words_only = sorted(memories.keys() - {hit.seq for hit in found.dense})
         cosines = self.gateway.cosines(dense, on_words_only) if dense is not None and on_words_only else {}
         params, now = for_window(self.params, where), time.time()
         kept, below = rank(
-            found, memories, lexical, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
+            found, memories, coverage, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
             exact_terms=exact_terms(query), neighbours=nearby, asks_time=asks_for_time(query),
         )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
@@ -388,7 +390,7 @@ class Recall:
             if room < 0:
                 break
             kept.append(hit)
-        while kept and (result := build(kept)).tokens > limit:
+        while kept and build(kept).tokens > limit:
             kept.pop()
         if len(kept) < len(results):
             shortened = self._shortened(results[len(kept)], terms, limit, kept, build)

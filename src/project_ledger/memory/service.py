@@ -43,6 +43,7 @@ from project_ledger.models import (
     ForgetResult,
     GistResult,
     HistoryResult,
+    IndexState,
     IndexStatus,
     Memory,
     RecallHit,
@@ -456,7 +457,7 @@ class LedgerService:
         counts = self.journal.counts()
         journal_rev = self.journal.rev()
         embedder = self.sync.embedder
-        state: str = self.sync.state()
+        state: IndexState = self.sync.state()
         index = self.sync.index(timeout=0) if state == "ready" else None
         recorded = self.sync.recorded if state == "not-opened" else None
         backend, location = "unknown", str(self.paths.index_dir)

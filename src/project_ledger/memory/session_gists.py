@@ -19,7 +19,7 @@ from project_ledger.errors import InvalidArgument, LedgerError, MemoryForgotten,
 from project_ledger.memory import gist_sampling
 from project_ledger.memory.gist import Material, extractive, fit, header, origin
 from project_ledger.memory.gist_sampling import SamplingFailed, Writer
-from project_ledger.models import GistResult, GistStatus, Memory
+from project_ledger.models import GistMethod, GistResult, GistStatus, Memory
 from project_ledger.storage.journal import Journal
 from project_ledger.text.tokens import TokenCounter
 from project_ledger.worker import RunAgain, Worker
@@ -90,7 +90,8 @@ class SessionGists:
                 f"session {session!r} has no memories to summarise; remember its turns under it first (the remember tool's "
                 f"session argument, or `project-ledger remember TEXT --kind turn --session {session}`)"
             )
-        method, note, dropped, requests = "extractive", why_not, Counter[str](), 0
+        method: GistMethod = "extractive"
+        note, dropped, requests = why_not, Counter[str](), 0
         bullets = extractive(material)
         if writer is not None:
             try:

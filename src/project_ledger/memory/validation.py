@@ -116,7 +116,8 @@ def parse_moment(value: str, what: str, end_of_day: bool = False) -> float:
         except OverflowError:
             raise InvalidArgument(f"{what}={value!r} reaches back past year 1; use a smaller age or an ISO date") from None
     try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        # The replace is not redundant: fromisoformat alone refuses a date with a Z (2026-11-30Z).
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))  # noqa: FURB162
     except ValueError:
         raise InvalidArgument(
             f"{what}={value!r} is not a date: use ISO 8601 (2026-11-30 or 2026-11-30T09:00:00Z) or an age like 2d, 12h, 1w"

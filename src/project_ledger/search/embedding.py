@@ -96,8 +96,12 @@ class Embedder(Protocol):
 
     name: str
     identity: str  # changes whenever stored vectors stop being comparable
-    state: ModelState
-    detail: str | None
+
+    @property
+    def state(self) -> ModelState: ...
+
+    @property
+    def detail(self) -> str | None: ...
 
     @property
     def dim(self) -> int: ...
@@ -150,7 +154,7 @@ class _LazyEmbedder:
         if self._dim is None:
             try:
                 self._dim = _dim_of(self.name)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - recorded in state; the ledger stays up on BM25
                 self.state, self.detail = "failed", f"{type(exc).__name__}: {exc}"
                 self._dim = DEFAULT_DIM  # keeps the index schema valid; no vector of this model is ever stored
         return self._dim
@@ -166,7 +170,7 @@ class _LazyEmbedder:
             self.state = "loading"
             try:
                 self._open()
-            except Exception as exc:  # any failure leaves the ledger on BM25, never down
+            except Exception as exc:  # noqa: BLE001 - any failure leaves the ledger on BM25, never down
                 self.state, self.detail = "failed", f"{type(exc).__name__}: {exc}"
                 log.warning("embedding model %s could not load (%s); recall uses BM25 only", self.name, self.detail)
                 return False
@@ -401,9 +405,11 @@ class FastEmbedEmbedder(_LazyEmbedder):
     def _open(self) -> None:
         from fastembed import TextEmbedding
 
-        extra = {"specific_model_path": str(self._model_dir)} if self._model_dir is not None else {}
+        model_path = str(self._model_dir) if self._model_dir is not None else None  # None: fastembed's own download
         # One ONNX thread per call: `embed_documents` spreads its batches over the cores instead.
-        self._model = TextEmbedding(model_name=self.name, cache_dir=str(self._cache_dir), threads=1, **extra)
+        self._model = TextEmbedding(
+            model_name=self.name, cache_dir=str(self._cache_dir), threads=1, specific_model_path=model_path
+        )
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Small batches of similar length (every text in a batch is padded to the longest one).

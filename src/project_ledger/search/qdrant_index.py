@@ -34,7 +34,7 @@ def server_version_notes(client: Any) -> list[str]:
 
     try:
         server = str(client.info().version)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever the reason, the next call reports it
         return []
     ours = version("qdrant-client")
     if not compatible_versions(ours, server):

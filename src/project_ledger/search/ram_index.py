@@ -106,11 +106,11 @@ class RamIndex:
 
     def _stack(self) -> _Stacked:
         if self._stacked is None:
-            with_dense = [point for point in self._points.values() if point.dense is not None]
+            with_dense = [(point.seq, dense) for point in self._points.values() if (dense := point.dense) is not None]
             held = list(self._points.values())
             self._stacked = _Stacked(
-                seqs=np.array([point.seq for point in with_dense], dtype=np.int64),
-                matrix=np.stack([point.dense for point in with_dense]) if with_dense else np.zeros((0, 0), np.float32),
+                seqs=np.array([seq for seq, _ in with_dense], dtype=np.int64),
+                matrix=np.stack([dense for _, dense in with_dense]) if with_dense else np.zeros((0, 0), np.float32),
                 term_seqs=np.repeat(np.array([p.seq for p in held], dtype=np.int64), [len(p.terms) for p in held]),
                 terms=np.concatenate([p.terms for p in held]) if held else np.zeros(0, np.uint32),
                 weights=np.concatenate([p.weights for p in held]) if held else np.zeros(0, np.float32),

@@ -11,15 +11,21 @@ model, and the importing ledger computes them in the background.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Literal, TextIO
+from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from project_ledger.errors import InvalidArgument
 from project_ledger.models import Kind, Memory
 
-FORMAT = "project-ledger-export"
-VERSION = 1
+FORMAT: Final = "project-ledger-export"
+VERSION: Final = 1
+
+
+class TextSink(Protocol):
+    """Where an export goes: a text file, or the CLI's writer that counts the lines on their way to one."""
+
+    def write(self, text: str, /) -> int: ...
 
 
 class ExportHeader(BaseModel):
@@ -62,7 +68,7 @@ class ExportedMemory(Memory):
     sources: list[ExportedSource]
 
 
-def write_export(header: ExportHeader, memories: Iterable[ExportedMemory], out: TextIO) -> None:
+def write_export(header: ExportHeader, memories: Iterable[ExportedMemory], out: TextSink) -> None:
     out.write(header.model_dump_json() + "\n")
     for memory in memories:
         out.write(memory.model_dump_json() + "\n")

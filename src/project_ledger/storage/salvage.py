@@ -179,7 +179,7 @@ def _read(db: sqlite3.Connection, path: Path, found: Salvaged) -> dict[int, Mapp
             found.unreadable.append(seq)
             continue
         if row is not None:
-            rows[seq] = {key: row[key] for key in row.keys()}
+            rows[seq] = dict(zip(row.keys(), row, strict=True))  # a row iterates over its values
     return rows
 
 

@@ -44,7 +44,7 @@ class Budget:
         return left
 
 
-def compile(pattern: str, flags: int = 0) -> Pattern:  # noqa: A001 - read as `bounded_scan.compile`
+def compile(pattern: str, flags: int = 0) -> Pattern:  # read as `bounded_scan.compile`
     """The pattern for the `regex` engine, with the standard library's semantics (the engine's VERSION0)."""
     return regex.compile(pattern, flags | regex.VERSION0)
 

@@ -35,7 +35,7 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 from project_ledger.text import bounded_scan
 from project_ledger.text.bounded_scan import Budget
@@ -71,24 +71,34 @@ MAX_NAME = 64  # characters of a name either side of the word that are read
 MIN_VALUE = 8  # no shorter value looks random (`secret_values.looks_random`)
 
 # Links between a name and its value after it: `the key is <v>`, `set it to <v>`, `key -> <v>`.
-_LINKS_AFTER = frozenset("is was are be to now : -> => equals reads".split())
-_CODE_LINKS = frozenset("= == := =>".split())  # also links, but not for a plain `key` (`key = "name"` in code)
+_LINKS_AFTER = frozenset(["is", "was", "are", "be", "to", "now", ":", "->", "=>", "equals", "reads"])
+_CODE_LINKS = frozenset(["=", "==", ":=", "=>"])  # also links, but not for a plain `key` (`key = "name"` in code)
 # Links between a value and its name after it: `<v> is the key`, `use <v> as the token`, `<v> - the signing secret`.
-_LINKS_BEFORE = frozenset("is was as = - -- — –".split())
+_LINKS_BEFORE = frozenset(["is", "was", "as", "=", "-", "--", "—", "–"])
 # Words saying the value next to a secret's name is something else: its hash, its id, where it is kept, when it ends.
 NOT_SECRET = frozenset(
-    "public publishable pub cache sort primary foreign partition routing idempotency lookup dedup dedupe shard row "
-    "hash hashed hashes sha sha1 sha256 sha512 md5 digest checksum fingerprint commit id ids uuid guid kid nonce socket "
-    "type url uri endpoint path file dir name field length count prefix suffix header env var format pattern "
-    "label hint ttl expiry expires expiration timeout arn version kind index policy size bits".split()
+    [
+        "public", "publishable", "pub", "cache", "sort", "primary", "foreign", "partition", "routing", "idempotency",
+        "lookup", "dedup", "dedupe", "shard", "row", "hash", "hashed", "hashes", "sha", "sha1", "sha256", "sha512",
+        "md5", "digest", "checksum", "fingerprint", "commit", "id", "ids", "uuid", "guid", "kid", "nonce", "socket",
+        "type", "url", "uri", "endpoint", "path", "file", "dir", "name", "field", "length", "count", "prefix", "suffix",
+        "header", "env", "var", "format", "pattern", "label", "hint", "ttl", "expiry", "expires", "expiration",
+        "timeout", "arn", "version", "kind", "index", "policy", "size", "bits",
+    ]
 )
 # Words before a name that make it something other than a secret's: a public key, a cache or sort key.
 _QUALIFIERS = frozenset(
-    "public publishable cache sort primary foreign partition routing idempotency lookup dedup dedupe shard row object "
-    "bucket index map dict group hash hashed sha sha1 sha256 md5 commit".split()
+    [
+        "public", "publishable", "cache", "sort", "primary", "foreign", "partition", "routing", "idempotency", "lookup",
+        "dedup", "dedupe", "shard", "row", "object", "bucket", "index", "map", "dict", "group", "hash", "hashed", "sha",
+        "sha1", "sha256", "md5", "commit",
+    ]
 )
 # Words before a plain `key` that leave it plain: `the key is ...` may name a secret, `the api key is ...` does.
-_DETERMINERS = frozenset("the a an my our your this that its their his her new old same one each every any and or".split())
+_DETERMINERS = frozenset([
+    "the", "a", "an", "my", "our", "your", "this", "that", "its", "their", "his", "her", "new", "old", "same", "one",
+    "each", "every", "any", "and", "or",
+])
 _SENTENCE_END = (".", "!", "?", ";")
 _OPENERS = "\"'`([{<*"
 _CLOSERS = "\"'`)]}>,;:."
@@ -227,7 +237,7 @@ def _word(m: bounded_scan.Match, chunks: _Region, index: int) -> _Word | None:
     previous = [c for c in map(chunks.__getitem__, range(max(0, index - 4), index)) if c.line == chunk.line]
     if any(c.word in _QUALIFIERS for c in previous[-2:]):
         return None
-    if any(c.word in NOT_SECRET and following.word in ("of", "for") for c, following in zip(previous, previous[1:], strict=False)):
+    if any(c.word in NOT_SECRET and following.word in ("of", "for") for c, following in pairwise(previous)):
         return None  # `the fingerprint of the signing key: <v>`
     plain_key = m["key"] is not None and not before and (not previous or previous[-1].word in _DETERMINERS or not previous[-1].word.isalpha())
     return _Word(m.start(), m.end(), m["pw"] is not None, plain_key or bool(m["plural"]))

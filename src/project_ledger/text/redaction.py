@@ -79,10 +79,10 @@ class _Detector:
     pattern: bounded_scan.Pattern
     hints: tuple[str, ...]  # the pattern runs only when one of these is in the text (cheap pre-check)
     group: str | int = 0  # the part of the match that is the secret
-    accept: Callable[[re.Match[str]], bool] | None = None
+    accept: Callable[[bounded_scan.Match], bool] | None = None
 
 
-def _group_not_placeholder(group: str | int) -> Callable[[re.Match[str]], bool]:
+def _group_not_placeholder(group: str | int) -> Callable[[bounded_scan.Match], bool]:
     return lambda m: not_placeholder(m[group])
 
 
@@ -110,7 +110,7 @@ _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/]{32}")
 _URL_PASSWORD = bounded_scan.compile(r"://(?<=[A-Za-z0-9]://)(?P<user>[^\s:/?#@\[\]\"'`<>]{0,256}+):(?P<pw>[^\s:/?#@\"'`<>]{1,256}+)@")
 
 
-def _real_url_password(m: re.Match[str]) -> bool:
+def _real_url_password(m: bounded_scan.Match) -> bool:
     pw = m["pw"]
     if pw == m["user"] or pw.startswith(("$", "{", "%s", "%(")) or EXAMPLE_PASSWORD.fullmatch(pw):
         return False  # postgres:postgres@, a template, or user:password@ in an example
@@ -142,14 +142,21 @@ _VALUE = bounded_scan.compile(
 )
 # A plain `..._KEY` names something else when it is one of these: CACHE_KEY, SORT_KEY, IDEMPOTENCY_KEY.
 _NOT_SECRET_KEY_WORDS = frozenset(
-    "cache sort primary foreign partition routing idempotency lookup dedup dedupe shard row object bucket index map dict "
-    "hash group config setting settings state context env field column attr attribute metadata meta".split()
+    [
+        "cache", "sort", "primary", "foreign", "partition", "routing", "idempotency", "lookup", "dedup", "dedupe",
+        "shard", "row", "object", "bucket", "index", "map", "dict", "hash", "group", "config", "setting", "settings",
+        "state", "context", "env", "field", "column", "attr", "attribute", "metadata", "meta",
+    ]
 )
 # A name ending in one of these holds something about the secret, not the secret: token_type, password_hash, secret_arn.
 _NOT_SECRET_NAME_ENDS = frozenset(
-    "type url uri endpoint path file dir name field len length count hash hashed digest prefix suffix header env var "
-    "format pattern regex label placeholder hint ttl expiry expires timeout arn version kind class id ids index param "
-    "policy prompt text message msg error title description help tokens".split()
+    [
+        "type", "url", "uri", "endpoint", "path", "file", "dir", "name", "field", "len", "length", "count", "hash",
+        "hashed", "digest", "prefix", "suffix", "header", "env", "var", "format", "pattern", "regex", "label",
+        "placeholder", "hint", "ttl", "expiry", "expires", "timeout", "arn", "version", "kind", "class", "id", "ids",
+        "index", "param", "policy", "prompt", "text", "message", "msg", "error", "title", "description", "help",
+        "tokens",
+    ]
 )
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SEPARATOR = re.compile(r"[_.\-]+")

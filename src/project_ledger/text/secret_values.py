@@ -18,13 +18,13 @@ from collections import Counter
 MARKER_START = "[REDACTED:"
 
 # A value that only stands in for a secret: a template, a mask, an elision, an invitation to fill it in.
-_PLACEHOLDER = re.compile(r"x{5,}|\*{3,}|\.{3}|…|\$\{|\{\{|%\(|<|>|your[_-]|placeholder|change[_-]?me|redacted", re.I)
+_PLACEHOLDER = re.compile(r"x{5,}|\*{3,}|\.{3}|…|\$\{|\{\{|%\(|<|>|your[_-]|placeholder|change[_-]?me|redacted", re.IGNORECASE)
 
 # The passwords of examples and local defaults: password1, secret123, admin, test!, guest.
 EXAMPLE_PASSWORD = re.compile(
     r"(?:my|your)?[-_]?(?:p(?:ass)?w(?:or)?d|pass|pw|secret|token|test(?:ing)?|admin|example|sample|demo|dummy|fake|default|qwerty|letmein|welcome"
     r"|hello|foo|bar|baz|user|guest|root)[-_]?[0-9]{0,6}[!.?]*",
-    re.I,
+    re.IGNORECASE,
 )
 
 # Pieces an identifier is built from: `authTokenV2Handler` -> auth, Token, V, 2, Handler. Random strings

@@ -18,17 +18,24 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:\s*(?:%|[A-Za-z]+))?")  # with its unit
 _WORD = re.compile(r"[a-z0-9]+")
 _NEGATIONS = frozenset({"not", "no", "never", "don", "dont", "doesn", "isn", "won", "without", "stop", "instead", "avoid"})
 _STOPWORDS = frozenset(
-    "the a an and or of to in on for with at by from is are was were be been it its this that these those we our us you "
-    "your they their as into than then so but if when which what who will would should can could do does did has have had".split()
+    [
+        "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "at", "by", "from", "is", "are", "was",
+        "were", "be", "been", "it", "its", "this", "that", "these", "those", "we", "our", "us", "you", "your", "they",
+        "their", "as", "into", "than", "then", "so", "but", "if", "when", "which", "what", "who", "will", "would",
+        "should", "can", "could", "do", "does", "did", "has", "have", "had",
+    ]
 )
 
 
 # Words that carry no topic in a search query, on top of `_STOPWORDS` (short ones are kept there: "go", "ui" and
 # "v2" are words of a query, so content_words' length cut does not apply to queries).
 _QUERY_FILLER = _STOPWORDS | frozenset(
-    "i me my mine he him his she her hers them there here how why where whom whose any all some each about again "
-    "also just only very too not no yes please tell show find give get know "
-    "am being up out over under more most other such same own s t".split()
+    [
+        "i", "me", "my", "mine", "he", "him", "his", "she", "her", "hers", "them", "there", "here", "how", "why",
+        "where", "whom", "whose", "any", "all", "some", "each", "about", "again", "also", "just", "only", "very", "too",
+        "not", "no", "yes", "please", "tell", "show", "find", "give", "get", "know", "am", "being", "up", "out", "over",
+        "under", "more", "most", "other", "such", "same", "own", "s", "t",
+    ]
 )
 _ANY_WORD = re.compile(r"[^\W_]+")  # letters or digits of any script (CJK included)
 

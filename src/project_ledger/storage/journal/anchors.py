@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from project_ledger.models import LinkTarget
 from project_ledger.storage.journal.db import JournalDb
 
 
@@ -12,7 +13,7 @@ from project_ledger.storage.journal.db import JournalDb
 class Anchor:
     """A memory's link to code: a file, or a symbol (`name`, its qualified name) in a file."""
 
-    target: str  # "file" or "symbol"
+    target: LinkTarget
     path: str
     name: str
     hash: str | None  # content hash when the memory was stored; None if it was not indexed yet

@@ -9,9 +9,9 @@ import hashlib
 import json
 import secrets
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from project_ledger.errors import MemoryForgotten, MemoryNotFound
 from project_ledger.models import Memory
@@ -45,7 +45,7 @@ def _journal_date(moment: datetime) -> str:
 
 
 def iso_to_epoch(value: str) -> float:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return datetime.fromisoformat(value).timestamp()
 
 
 def content_hash(text: str) -> str:
@@ -57,7 +57,15 @@ def new_memory_id() -> str:
     return "m" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(10))
 
 
-def row_to_memory(row: Mapping[str, Any]) -> Memory:
+class Columns(Protocol):
+    """A row read by column name: a `sqlite3.Row`, or a dict of one (salvage's)."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
+    def keys(self) -> Collection[str]: ...
+
+
+def row_to_memory(row: Columns) -> Memory:
     """A `memories` row as a `Memory` (a journal from before the `suspicious` column reads as not flagged)."""
     return Memory(
         id=row["id"],
@@ -75,7 +83,7 @@ def row_to_memory(row: Mapping[str, Any]) -> Memory:
         deleted_at=row["deleted_at"],
         access_count=row["access_count"],
         last_accessed_at=row["last_accessed_at"],
-        suspicious=bool(row["suspicious"]) if "suspicious" in row.keys() else False,
+        suspicious=bool(row["suspicious"]) if "suspicious" in row.keys() else False,  # noqa: SIM118 - a Row's `in` reads values
     )
 
 

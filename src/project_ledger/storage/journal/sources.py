@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from project_ledger.models import Direction
 from project_ledger.storage.journal.db import JournalDb
 
 
@@ -26,7 +27,7 @@ class Sources:
             found.setdefault(memory_id, []).append(source_id)
         return found
 
-    def relations(self, memory_id: str) -> list[tuple[str, str, str]]:
+    def relations(self, memory_id: str) -> list[tuple[str, str, Direction]]:
         """(relation, other memory's id, "from" or "to"): what this memory derives from, and what derives from it."""
         rows = self._db.read(
             "SELECT s.relation, src.id, 'from' FROM memory_sources s JOIN memories m ON m.seq = s.seq "
