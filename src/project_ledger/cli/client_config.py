@@ -115,7 +115,7 @@ def read_document(path: Path, *, empty: dict[str, Any]) -> Any:
         raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
     try:
         return json.loads(text) if text.strip() else empty
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ConfigFileError(f"{path} is not plain JSON ({exc.msg}, line {exc.lineno}); comments are not kept by a merge") from None
 
 

@@ -25,7 +25,8 @@ def is_ledger_server(entry: Any) -> bool:
     """Whether a server entry starts this program (whatever interpreter, uvx or path runs it)."""
     if not isinstance(entry, dict):
         return False
-    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    given = entry.get("args")
+    args = given if isinstance(given, list) else []
     words = [str(entry.get("command", "")), *(str(arg) for arg in args)]
     return any(name in word for word in words for name in LEDGER_COMMANDS)
 

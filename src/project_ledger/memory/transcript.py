@@ -48,7 +48,8 @@ def tool_line(block: dict[str, Any]) -> str | None:
     name = str(block.get("name") or "tool")
     if is_plumbing(name):
         return None
-    arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
+    given = block.get("input")
+    arguments = given if isinstance(given, dict) else {}
     target = next((arguments[key] for key in TOOL_TARGETS if isinstance(arguments.get(key), str) and arguments[key].strip()), "")
     line = f"{TOOL_PREFIX}{name}: {' '.join(target.split())}" if target else f"{TOOL_PREFIX}{name}"
     return line if len(line) <= TOOL_LINE_CHARS else line[: TOOL_LINE_CHARS - 1] + "…"
@@ -111,7 +112,8 @@ def read_transcript(data: bytes, start: int = 0, roles: Sequence[str] = ("user",
             continue
         if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):
             continue
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        found = entry.get("message")
+        message = found if isinstance(found, dict) else {}
         said_at = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
         session = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None
         if entry["type"] == "user":

@@ -26,15 +26,22 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[a-z']+")
 # Words that make up an acknowledgement: "ok", "thanks!", "sounds good", "Same as before.", "yes, go ahead".
 _ACK_WORDS = frozenset(
-    "ok okay k thanks thank you thx ty great good perfect nice cool fine sure yes yep yeah yup no nope alright right "
-    "sounds looks lgtm got it go ahead do that please same as before again agreed done awesome excellent exactly "
-    "correct true understood noted makes sense that works for me let's proceed continue carry on the one".split()
+    [
+        "ok", "okay", "k", "thanks", "thank", "you", "thx", "ty", "great", "good", "perfect", "nice", "cool", "fine",
+        "sure", "yes", "yep", "yeah", "yup", "no", "nope", "alright", "right", "sounds", "looks", "lgtm", "got", "it",
+        "go", "ahead", "do", "that", "please", "same", "as", "before", "again", "agreed", "done", "awesome", "excellent",
+        "exactly", "correct", "true", "understood", "noted", "makes", "sense", "works", "for", "me", "let's", "proceed",
+        "continue", "carry", "on", "the", "one",
+    ]
 )
 # The agent's report that it stored something says no more than an "ok" ("Recorded as a definition.", "Saved that to
 # the ledger."): what it stored is in the ledger already, and the report would come back before it.
 _REPORT_WORDS = frozenset(
-    "recorded stored saved remembered written wrote down pinned i i've have has been it that this as a an to in into "
-    "the ledger memory decision definition constraint rule note".split()
+    [
+        "recorded", "stored", "saved", "remembered", "written", "wrote", "down", "pinned", "i", "i've", "have", "has",
+        "been", "it", "that", "this", "as", "a", "an", "to", "in", "into", "the", "ledger", "memory", "decision",
+        "definition", "constraint", "rule", "note",
+    ]
 )
 _CONTENTLESS = _ACK_WORDS | _REPORT_WORDS
 # A sentence that asks for something back even without a question mark: "Remind me what we chose for retries."
