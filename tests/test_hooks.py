@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from project_ledger.hooks.log import HookRun, read_runs
 from project_ledger.text.tokens import TokenCounter
 
 from .conftest import EXECUTABLE, Project, cli, journal_bytes, run_cli
@@ -58,8 +59,8 @@ def turns(project: Project) -> list[tuple[str, str]]:
     return [(m["role"], m["text"]) for m in memories(project) if m["kind"] == "turn" and m["session"] == SESSION]
 
 
-def log_lines(project: Project) -> list[str]:
-    return (project.data_dir / "logs" / "hooks.log").read_text().splitlines()
+def runs(project: Project) -> list[HookRun]:
+    return read_runs(project.data_dir)
 
 
 def test_a_session_fills_the_ledger_and_gets_relevant_memories_back(project: Project, tmp_path: Path) -> None:
@@ -109,37 +110,37 @@ def test_a_session_fills_the_ledger_and_gets_relevant_memories_back(project: Pro
     assert after.startswith("This session so far") and gists[0]["id"] in after  # compaction's loss is recovered
 
     hook(project, event(project, "SessionEnd", transcript, reason="other"))
-    assert all(" ok " in line for line in log_lines(project)) and len(log_lines(project)) == 11
+    assert [run.state for run in runs(project)] == ["ok"] * 11
 
 
 def test_a_session_start_reuses_the_last_pack_only_while_nothing_it_is_made_of_changed(project: Project) -> None:
-    def start() -> tuple[str, str]:  # each time a new session
+    def start() -> tuple[str, bool]:  # each time a new session; whether the pack kept for it answered
         started = {**event(project, "SessionStart", source="startup"), "session_id": str(uuid.uuid4())}
-        return context_of(hook(project, started), "SessionStart"), log_lines(project)[-1]
+        return context_of(hook(project, started), "SessionStart"), runs(project)[-1].kept
 
     cli(project, "pin", cli(project, "remember", "Releases are cut on Thursdays", "--kind", "decision").strip())
     first, made = start()
     again, reused = start()
-    assert again == first and " kept " not in made and " kept " in reused  # the second start opened no ledger
+    assert again == first and not made and reused  # the second start opened no ledger
 
     cli(project, "pin", cli(project, "remember", "Hotfixes skip the release train", "--kind", "decision").strip())
     pinned, made = start()
-    assert "Hotfixes skip the release train" in pinned and " kept " not in made  # a memory changed: made anew
+    assert "Hotfixes skip the release train" in pinned and not made  # a memory changed: made anew
 
     (project.root / "project_context.md").write_text("# Billing\nInvoices are immutable once sent.\n")
     edited, made = start()
-    assert "Invoices are immutable once sent." in edited and " kept " not in made  # the context file changed
+    assert "Invoices are immutable once sent." in edited and not made  # the context file changed
 
     hook(project, event(project, "SessionEnd", reason="exit"))  # writes the gist, then the next start's pack
     after_end, reused = start()
-    assert " kept " in reused and "Invoices are immutable once sent." in after_end
+    assert reused and "Invoices are immutable once sent." in after_end
 
     other = subprocess.run(
         [EXECUTABLE, "hook", "claude-code"], input=json.dumps({**event(project, "SessionStart", source="startup"), "session_id": "other"}),
         env={**os.environ, **project.env, "LEDGER_HOOK_START_TOKENS": "120"}, cwd=project.root, capture_output=True, text=True,
         timeout=120, check=True,
     )  # fmt: skip
-    assert " kept " not in log_lines(project)[-1] and context_of(other, "SessionStart") != after_end  # other settings
+    assert not runs(project)[-1].kept and context_of(other, "SessionStart") != after_end  # other settings
 
     assert "Releases are cut on Thursdays" in start()[0]  # kept again, quoting the pin
     cli(project, "forget", next(m["id"] for m in memories(project) if m["text"] == "Releases are cut on Thursdays"), "--yes")
@@ -220,20 +221,21 @@ def test_bad_input_exits_0_prints_nothing_and_logs_one_line(project: Project, pa
     cli(project, "status")  # the data directory exists: the log line lands in it
     completed = hook(project, payload)
     assert completed.stdout == ""
-    assert len(log_lines(project)) == 1 and " error " in log_lines(project)[0]
+    assert [run.state for run in runs(project)] == ["error"]
 
 
 def test_a_missing_transcript_or_a_locked_journal_never_fails_the_session(project: Project, tmp_path: Path) -> None:
     cli(project, "remember", "Invoice exports retry with exponential backoff", "--kind", "decision")
     assert hook(project, event(project, "Stop", tmp_path / "no-such.jsonl")).stdout == ""
-    assert "FileNotFoundError" in log_lines(project)[-1]
+    assert runs(project)[-1].state == "error" and "FileNotFoundError" in runs(project)[-1].detail
 
     project.env["LEDGER_HOOK_WAIT_SECONDS"] = "0.5"
     with closing(sqlite3.connect(project.data_dir / "journal.sqlite3", isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
         assert hook(project, event(project, "UserPromptSubmit", prompt="How do invoice exports retry?")).stdout == ""
         other.execute("ROLLBACK")
-    assert " error UserPromptSubmit " in log_lines(project)[-1] and "lock" in log_lines(project)[-1]
+    last = runs(project)[-1]
+    assert (last.state, last.event) == ("error", "UserPromptSubmit") and "lock" in last.detail
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only files: the read-only case needs another user")
@@ -325,7 +327,8 @@ def test_cursor_hooks_record_the_conversation_and_never_block_it(project: Projec
     assert any(m["kind"] == "summary" and m["session"] == "cursor-1" for m in memories(project))
 
     assert cursor_hook(project, {"hook_event_name": "stop"}).stdout == ""  # no conversation: logged, never blocking
-    assert " error - " in log_lines(project)[-1] and "conversation_id" in log_lines(project)[-1]
+    last = runs(project)[-1]
+    assert (last.state, last.event) == ("error", "-") and "conversation_id" in last.detail
 
     assert cli(project, "config", "cursor", "--hooks", "--write").startswith("added")
     assert cli(project, "config", "cursor", "--hooks", "--write").startswith("unchanged")

@@ -33,7 +33,7 @@ from typing import Any
 
 from project_ledger.cli.early_options import named_data_dir, options
 from project_ledger.hooks.clients import HOOK_CLIENTS
-from project_ledger.hooks.log import log_hook
+from project_ledger.hooks.log import HookRun, log_hook
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 from project_ledger.project_root import DATA_DIR_NAME, from_working_directory
 from project_ledger.session_packs import AGAIN, hand, handed
@@ -89,7 +89,7 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
     if start is not None and (output := session_start(*start, data_dir, fingerprint)) is not None:
         elapsed = round((time.perf_counter() - started) * 1000)
         how = "kept" if output else "kept handed-before"
-        log_hook(data_dir, f"ok {adapter.log_name(payload)} session={start[0]} {elapsed}ms {how} stored=0 injected=0")
+        log_hook(data_dir, HookRun("ok", adapter.log_name(payload), start[0], elapsed, False, f"{how} stored=0 injected=0"))
         return output
     # A relative --data-dir means this process's folder, not the server's.
     absolute = str(option.expanduser().resolve()) if option is not None else None

@@ -23,7 +23,7 @@ import click
 from project_ledger.cli.fast_path import emit
 from project_ledger.hooks.clients import HOOK_CLIENTS, ClientHooks
 from project_ledger.hooks.event import HookEvent
-from project_ledger.hooks.log import log_hook
+from project_ledger.hooks.log import HookRun, log_hook
 
 if TYPE_CHECKING:
     from project_ledger.config import Settings
@@ -136,8 +136,8 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
     if data_dir is None:  # input too broken to name its project: the client runs hooks in the project's folder
         data_dir = _data_dir_here()
     elapsed = round((time.perf_counter() - started) * 1000)
-    served = " served" if opener is not opened_here else ""  # answered by the running server, over its socket
-    log_hook(data_dir, f"{state} {name} session={session} {elapsed}ms{served} {' '.join(details)}")
+    served = opener is not opened_here  # answered by the running server, over its socket
+    log_hook(data_dir, HookRun(state, name, str(session), elapsed, served, " ".join(details)))
     return output
 
 

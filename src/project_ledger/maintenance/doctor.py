@@ -22,7 +22,7 @@ from project_ledger.code.watch_state import WatchReport
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import JournalDamaged, LedgerError
 from project_ledger.hooks.clients import HOOK_CLIENTS
-from project_ledger.hooks.log import HOOK_LOG
+from project_ledger.hooks.log import read_runs
 from project_ledger.maintenance.service import MaintenanceService
 from project_ledger.memory.project_context import ProjectContextFile, placeholder_count
 
@@ -83,13 +83,15 @@ def _hooks(root: Path, data_dir: Path) -> Finding:
         return Finding("hooks", "skipped", f"no client's hooks are installed; `project-ledger config CLIENT --hooks --write` "
                        f"({', '.join(HOOK_CLIENTS)}) records the conversation and, where the client lets it, injects "
                        "relevant memories")  # fmt: skip
-    try:
-        last = (data_dir / HOOK_LOG).read_text(encoding="utf-8").splitlines()[-1]
-    except (OSError, IndexError):
+    runs = read_runs(data_dir)
+    if not runs:
         return Finding("hooks", "ok", f"installed in {', '.join(where)}; no run yet")
-    if " error " in last:
-        return Finding("hooks", "warning", f"installed in {', '.join(where)}; the last run failed (the session went on): {last}")
-    return Finding("hooks", "ok", f"installed in {', '.join(where)}; last run: {last}")
+    last = runs[-1]
+    when = f"{last.at:%Y-%m-%d %H:%M:%S} UTC " if last.at is not None else ""
+    if last.state == "error":
+        detail = f"installed in {', '.join(where)}; the last run failed (the session went on): {when}{last.line()}"
+        return Finding("hooks", "warning", detail)
+    return Finding("hooks", "ok", f"installed in {', '.join(where)}; last run: {when}{last.line()}")
 
 
 def _permissions(maintenance: MaintenanceService, fix: bool) -> Finding:
