@@ -39,12 +39,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 
 import common
 from common import percentile
 from performance import queries, synthetic_journal
+from project_ledger.hooks.log import HookRun, read_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' scripted model and session helper
 from tests.claude_code.scripted_model import ScriptedModel
@@ -193,11 +193,11 @@ class Setups:
                 path.unlink(missing_ok=True)
 
 
-def prompt_times(times: Path, hooks: list[str]) -> list[tuple[float, bool]]:
+def prompt_times(times: Path, hooks: list[HookRun]) -> list[tuple[float, bool]]:
     """Each UserPromptSubmit the timer noted since `times` was emptied (seconds, process start included), with
-    whether the running server answered it: the hooks log lines written within its time all say `served`. (A server
-    that has not answered in 3 s is left to finish while the hook works alone: two lines, one of them not served.)"""
-    logged = [(logged_at(line), " served " in line) for line in hooks if " UserPromptSubmit " in line]
+    whether the running server answered it: the hook runs logged within its time were all served. (A server that has
+    not answered in 3 s is left to finish while the hook works alone: two runs, one of them not served.)"""
+    logged = [(round(run.at.timestamp() * 1e9), run.served) for run in hooks if run.event == "UserPromptSubmit" and run.at]
     found = []
     for line in times.read_text().splitlines():
         event, start, end = line.split()
@@ -209,11 +209,6 @@ def prompt_times(times: Path, hooks: list[str]) -> list[tuple[float, bool]]:
         found.append(((int(end) - int(start)) / 1e9, all(within)))
         print(f"  prompt hook {found[-1][0] * 1000:.0f} ms, {'served' if found[-1][1] else 'alone'}", file=sys.stderr)
     return found
-
-
-def logged_at(line: str) -> int:
-    """When a hooks log line was written, in ns since the epoch."""
-    return round(datetime.fromisoformat(line.split()[0]).timestamp() * 1e9)
 
 
 def sessions(size: int, rounds: int) -> str:
@@ -253,9 +248,9 @@ def sessions(size: int, rounds: int) -> str:
                     first, *later = prompt_times(times, run.hooks)
                     prompts[name, "first"].append(first)
                     prompts[name, "later"] += later
-            errors = [line for line in project.hooks_log.read_text().splitlines() if " error " in line]
+            errors = [run for run in read_runs(project.data_dir) if run.state == "error"]
             if errors:
-                raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0]}")
+                raise SystemExit(f"{len(errors)} hook calls failed, e.g. {errors[0].line()}")
     finally:
         model.stop()
 

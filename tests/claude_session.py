@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from project_ledger.hooks.log import HookRun, parse_run
+
 from .claude_code.scripted_model import ScriptedModel
 
 INSTALL = Path(__file__).with_name("claude_code")
@@ -55,7 +57,7 @@ class Run:
     result: dict[str, Any]
     requests: list[dict[str, Any]]  # {"path", "body", "compaction"} per request, in order
     transcript: Path
-    hooks: list[str]
+    hooks: list[HookRun]  # the hook runs the ledger logged during it
     seconds: float
     stderr: str
     results: list[dict[str, Any]]  # one per prompt (`result` is the last)
@@ -189,7 +191,8 @@ class ClaudeProject:
             and len(results) == len(prompts)
             and all(r.get("session_id") and not r.get("is_error") for r in results)
         ), f"claude -p failed (exit {process.returncode})\n--- results\n{results}\n--- stderr\n{errors[-3000:]}"
-        hooks = self.hooks_log.read_text().splitlines()[logged:] if self.hooks_log.exists() else []
+        lines = self.hooks_log.read_text().splitlines()[logged:] if self.hooks_log.exists() else []
+        hooks = [run for run in map(parse_run, lines) if run is not None]
         return Run(
             result, self.model.requests[before:], self.transcript(str(result["session_id"])), hooks, seconds, errors, results
         )

@@ -36,9 +36,9 @@ def test_a_scripted_session_stores_through_the_server_and_records_through_the_ho
     results = [json.loads(text) for text in texts(conversation[2]) if text.startswith('{"id"')]
     assert [r["created"] for r in results] == [True]
     # The hooks ran in the session, with its id, and the transcript is where Claude Code keeps it.
-    events = [line.split()[2] for line in run.hooks]
+    events = [hook.event for hook in run.hooks]
     assert events[:2] == ["SessionStart", "UserPromptSubmit"] and "Stop" in events and events[-1] == "SessionEnd", run.hooks
-    assert all(f"session={run.session}" in line and " ok " in line for line in run.hooks), run.hooks
+    assert all(hook.session == run.session and hook.state == "ok" for hook in run.hooks), run.hooks
     assert run.transcript.is_file() and decision in run.transcript.read_text()
     # The user's prompt reached the model once.
     assert copies(conversation[0], "Remember our retry decision") == 1
@@ -48,10 +48,10 @@ def test_several_prompts_in_one_session_keep_one_server(claude_code: ClaudeProje
     claude_code.configure(mcp=True, hooks=True)
     run = claude_code.converse(["first prompt", "second prompt", "third prompt"])
     assert [r["session_id"] for r in run.results] == [run.session] * 3
-    prompts = [line for line in run.hooks if " UserPromptSubmit " in line]
+    prompts = [hook for hook in run.hooks if hook.event == "UserPromptSubmit"]
     assert len(prompts) == 3
     # One server for the session: every prompt after the first is answered by it over its socket.
-    assert all(" served " in line for line in prompts[1:]), prompts
+    assert all(hook.served for hook in prompts[1:]), prompts
     assert [copies(body, "third prompt") for body in run.conversation()] == [0, 0, 1]
 
 
@@ -94,7 +94,7 @@ def test_with_the_server_and_the_hooks_the_start_pack_reaches_the_model_once_per
         again = claude_code.run("Are invoice PDFs ever edited once an invoice is sent?", continuing=True)
         assert again.session == first.session
         assert [start_pack_copies(body) for body in again.conversation()] == [(1, 1)]
-        assert any("SessionStart" in line and "handed-before" in line for line in again.hooks), again.hooks
+        assert any(hook.event == "SessionStart" and hook.kept for hook in again.hooks), again.hooks
     injected = injection(again.conversation()[0])
     assert decision in injected and PIN not in injected  # the injection still brings the rest
     resumed = claude_code.run("Who renders credit notes?", resume=first.session)
@@ -103,7 +103,7 @@ def test_with_the_server_and_the_hooks_the_start_pack_reaches_the_model_once_per
     # A compaction replaces the history with a summary: the pack comes once more, leading with the session's gist.
     compacted = claude_code.run("/compact", continuing=True)
     assert any(r["compaction"] for r in compacted.requests)
-    assert all(" ok " in line for line in compacted.hooks), compacted.hooks  # its summarizer leaves no transcript
+    assert all(hook.state == "ok" for hook in compacted.hooks), compacted.hooks  # its summarizer leaves no transcript
     after = claude_code.run("What is the money rule?", continuing=True)
     body = after.conversation()[0]
     assert start_pack_copies(body) == (1, 1) and copies(body, BRIEF) == 1
