@@ -116,12 +116,13 @@ def jsdoc_question(comment: str) -> str:
     return " ".join(" ".join(kept).split())
 
 
-def held_out_typescript(source: Path, target: Path) -> list[Question]:
-    """Copy the TypeScript files of `source` to `target` with every JSDoc comment before a definition blanked
-    (line numbers kept); the questions, answered by the symbol that starts on the definition's line."""
+def held_out_typescript(source: Path, target: Path, suffixes: tuple[str, ...] = (".ts",)) -> list[Question]:
+    """Copy the TypeScript files of `source` (or those with other `suffixes`: JavaScript reads the same way) to
+    `target` with every JSDoc comment before a definition blanked (line numbers kept); the questions, answered by
+    the symbol that starts on the definition's line."""
     questions = []
     shutil.rmtree(target, ignore_errors=True)
-    for path in sorted(source.rglob("*.ts")):
+    for path in sorted(p for p in source.rglob("*") if p.name.endswith(suffixes) and p.is_file()):
         rel = path.relative_to(source).as_posix()
         text = path.read_text(encoding="utf-8")
         kept, last = [], 0

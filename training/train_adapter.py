@@ -1,0 +1,145 @@
+"""Train the code-search adapter: linear maps on the shipped model's vectors, learned from (question, symbol) pairs.
+
+    python training/train_adapter.py VEC_DIR PAIRS.jsonl MEASURED.npz OUT.npz [--side query|both] [--seed 33]
+
+A question's vector q and a symbol's vector d (training/vectors.py) are scored as cos(Q q, D d), with Q and D
+384 x 384 matrices that start as the identity (the shipped model's own cosine). They are trained with in-batch
+negatives (InfoNCE, both directions): each batch is drawn from one package, so the other symbols of a batch are
+code of the same library, the harder negatives. A penalty on the distance from the identity keeps what the model
+already knew. `--side query` trains Q alone (D stays the identity: stored symbol vectors keep their meaning).
+
+Pairs are split by package (every 10th package, by hash, held back) to choose the number of epochs; the measured
+trees are only scored, never trained on, and the scores printed are the dense list alone (all the tree's symbols
+ranked by cosine), an offline proxy: the figures that count come from benchmarks/code_search.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+BATCH = 256
+TEMPERATURE = 0.05
+LEARNING_RATE = 1e-3
+IDENTITY_PENALTY = 0.1
+MAX_EPOCHS = 12
+
+
+def unit(x: jnp.ndarray) -> jnp.ndarray:
+    return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def apply(params: dict[str, jnp.ndarray], q: jnp.ndarray, d: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    eye = jnp.eye(q.shape[-1])
+    qs = unit(q @ (eye + params["q"]).T)
+    ds = unit(d @ (eye + params["d"]).T) if "d" in params else d
+    return qs, ds
+
+
+def loss(params: dict[str, jnp.ndarray], q: jnp.ndarray, d: jnp.ndarray) -> jnp.ndarray:
+    qs, ds = apply(params, q, d)
+    logits = qs @ ds.T / TEMPERATURE
+    labels = jnp.arange(q.shape[0])
+    forward = optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+    backward = optax.softmax_cross_entropy_with_integer_labels(logits.T, labels).mean()
+    penalty = sum(jnp.sum(p**2) for p in params.values())
+    return (forward + backward) / 2 + IDENTITY_PENALTY * penalty
+
+
+def batches(packages: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+    """Index batches of BATCH pairs, each from one package (a package's last short batch is dropped)."""
+    out = []
+    for name in np.unique(packages):
+        members = rng.permutation(np.flatnonzero(packages == name))
+        out += [members[i : i + BATCH] for i in range(0, len(members) - BATCH // 4 + 1, BATCH) if len(members[i : i + BATCH]) >= BATCH // 4]
+    return [out[i] for i in rng.permutation(len(out))]
+
+
+def mrr_at_10(qs: np.ndarray, ds: np.ndarray, answers: np.ndarray) -> float:
+    scores = qs @ ds.T
+    top = np.argsort(-scores, axis=1)[:, :10]
+    hit = np.take_along_axis(answers, top, axis=1)
+    ranks = np.where(hit.any(1), 1.0 / (hit.argmax(1) + 1), 0.0)
+    return float(ranks.mean())
+
+
+def measured_scores(params: dict[str, jnp.ndarray] | None, measured: dict[str, np.ndarray]) -> dict[str, float]:
+    out = {}
+    for name in sorted({k.split(".")[0] for k in measured}):
+        q, d = measured[f"{name}.q"], measured[f"{name}.d"]
+        if params is not None:
+            q, d = (np.asarray(x) for x in apply(params, jnp.asarray(q), jnp.asarray(d)))
+        out[name] = round(mrr_at_10(q, d, measured[f"{name}.answers"]), 3)
+    return out
+
+
+def held_back(package: str) -> bool:
+    return int(hashlib.sha256(package.encode()).hexdigest(), 16) % 10 == 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("vectors", type=Path)
+    parser.add_argument("pairs", type=Path)
+    parser.add_argument("measured", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--side", choices=("query", "both"), default="both")
+    parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--epochs", type=int, default=0, help="train this many epochs on every pair (0: choose on the held-back packages)")
+    args = parser.parse_args()
+    started = time.monotonic()
+    q_all, d_all = np.load(args.vectors / "q.npy"), np.load(args.vectors / "d.npy")
+    packages = np.asarray([json.loads(line)["package"] for line in args.pairs.read_text(encoding="utf-8").splitlines()])
+    measured = dict(np.load(args.measured))
+    print("shipped model:", measured_scores(None, measured), file=sys.stderr)
+    dev = np.asarray([held_back(p) for p in packages])
+    rng = np.random.default_rng(args.seed)
+    train_idx = np.flatnonzero(~dev) if args.epochs == 0 else np.arange(len(packages))
+    zeros = jnp.zeros((384, 384), dtype=jnp.float32)
+    params = {"q": zeros} if args.side == "query" else {"q": zeros, "d": zeros}
+    optimiser = optax.adamw(LEARNING_RATE, weight_decay=0.0)
+    state = optimiser.init(params)
+    step = jax.jit(lambda p, s, q, d: _step(p, s, q, d, optimiser))
+    dev_loss = jax.jit(loss)
+    best, best_epoch, history = float("inf"), 0, []
+    for epoch in range(1, (args.epochs or MAX_EPOCHS) + 1):
+        for batch in batches(packages[train_idx], rng):
+            rows = train_idx[batch]
+            params, state, _ = step(params, state, jnp.asarray(q_all[rows]), jnp.asarray(d_all[rows]))
+        scores = measured_scores(params, measured)
+        line = {"epoch": epoch, "measured (not chosen on)": scores}
+        if args.epochs == 0:
+            dev_batches = batches(packages[dev], np.random.default_rng(0))
+            dev_rows = np.flatnonzero(dev)
+            value = float(np.mean([dev_loss(params, jnp.asarray(q_all[dev_rows[b]]), jnp.asarray(d_all[dev_rows[b]])) for b in dev_batches]))
+            line["held-back loss"] = round(value, 4)
+            if value < best:
+                best, best_epoch = value, epoch
+        history.append(line)
+        print(json.dumps(line), file=sys.stderr, flush=True)
+    if args.epochs == 0:
+        print(f"best epoch on the held-back packages: {best_epoch}; train again with --epochs {best_epoch}", file=sys.stderr)
+        return
+    eye = np.eye(384, dtype=np.float32)
+    matrices = {k: (eye + np.asarray(v)).astype(np.float32) for k, v in params.items()}
+    np.savez(args.out, **matrices)
+    print(f"wrote {args.out} in {time.monotonic() - started:.0f} s; history {json.dumps(history)}", file=sys.stderr)
+
+
+def _step(params, state, q, d, optimiser):  # type: ignore[no-untyped-def]
+    value, grads = jax.value_and_grad(loss)(params, q, d)
+    updates, state = optimiser.update(grads, state, params)
+    return optax.apply_updates(params, updates), state, value
+
+
+if __name__ == "__main__":
+    main()
