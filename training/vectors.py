@@ -1,6 +1,8 @@
 """The shipped model's vectors for the training pairs and for code search's measured trees, kept on disk.
 
     python training/vectors.py pairs PAIRS.jsonl OUT_DIR      # q.npy, d.npy (float32, row i: line i of PAIRS)
+    python training/vectors.py pairs PAIRS.jsonl OUT_DIR d 1/2 # the second half of the symbols alone: d.1.npy
+    python training/vectors.py join OUT_DIR d 2                # d.0.npy and d.1.npy as d.npy
     python training/vectors.py measured BENCH_WORK OUT_DIR     # measured.npz: each tree's symbols and questions
 
 A query vector is what `search_code` asks with (`OnnxEmbedder.embed_query`, texts cut at 256 tokens); a symbol's
@@ -38,12 +40,24 @@ def embed(texts: list[str], run, label: str) -> np.ndarray:
     return out
 
 
-def pairs(path: Path, out: Path) -> None:
+def pairs(path: Path, out: Path, sides: str = "qd", part: str = "0/1") -> None:
+    """Either side alone (`sides`: "q" or "d"), and one part of the pairs ("1/2": the second half), to run them in
+    several processes; `join` puts the parts together."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    index, parts = (int(x) for x in part.split("/"))
+    size = -(-len(rows) // parts)
+    rows = rows[index * size : (index + 1) * size]
+    suffix = "" if parts == 1 else f".{index}"
     model = runtime()
     out.mkdir(parents=True, exist_ok=True)
-    np.save(out / "d.npy", embed([r["d"] for r in rows], model.embed_code, "symbols"))
-    np.save(out / "q.npy", embed([r["q"] for r in rows], model.embed_documents, "questions"))
+    if "d" in sides:
+        np.save(out / f"d{suffix}.npy", embed([r["d"] for r in rows], model.embed_code, f"symbols{suffix}"))
+    if "q" in sides:
+        np.save(out / f"q{suffix}.npy", embed([r["q"] for r in rows], model.embed_documents, f"questions{suffix}"))
+
+
+def join(out: Path, side: str, parts: str) -> None:
+    np.save(out / f"{side}.npy", np.concatenate([np.load(out / f"{side}.{i}.npy") for i in range(int(parts))]))
 
 
 def measured(work: Path, out: Path) -> None:
@@ -67,5 +81,9 @@ def measured(work: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    what, source, target = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
-    {"pairs": pairs, "measured": measured}[what](source, target)
+    if sys.argv[1] == "join":  # join OUT_DIR d 2
+        join(Path(sys.argv[2]), sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "pairs":  # pairs PAIRS OUT_DIR [q|d] [i/n]
+        pairs(Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:6])
+    else:
+        measured(Path(sys.argv[2]), Path(sys.argv[3]))
