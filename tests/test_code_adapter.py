@@ -38,3 +38,28 @@ def test_maps_given_as_bytes_are_applied_as_matrix_products() -> None:
     vector[0] = 1.0
     assert adapter.query(vector)[-1] == pytest.approx(1.0)
     assert adapter.documents([vector])[0][0] == pytest.approx(1.0)  # scaled, then unit length again
+
+
+def test_a_damaged_adapter_fails_code_embedding_alone_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
+
+    monkeypatch.setattr(code_adapter, "ADAPTER_SHA256", "0" * 64)  # as if the shipped file had been changed
+    model = OnnxEmbedder(1)
+    code = CodeEmbedder(model)
+    assert not code.load()
+    assert code.state == "failed" and code.detail is not None and "reinstall project-ledger" in code.detail
+    assert model.state == "ready" and model.embed_query("which build tool").shape == (384,)  # memories keep the model
+    with pytest.raises(RuntimeError, match="code adapter"):
+        code.embed_query("parse a header line")
+
+
+def test_a_symbol_vector_mapped_from_its_plain_one_is_the_one_the_model_and_adapter_give() -> None:
+    from project_ledger.search.embedding import CODE_IDENTITY, CodeEmbedder, OnnxEmbedder
+
+    model = OnnxEmbedder(1)
+    plain, adapted = CodeEmbedder(model, adapted=False), CodeEmbedder(model)
+    texts = ["function parse_header: parse header\ndef parse_header(line):", "class LRUCache: lru cache"]
+    assert adapted.base_identity == CODE_IDENTITY and plain.base_identity is None
+    mapped = adapted.from_base(plain.embed_documents(texts))
+    assert np.allclose(np.stack(mapped), np.stack(adapted.embed_documents(texts)), atol=1e-6)
+    assert adapted.identity != plain.identity == CODE_IDENTITY
