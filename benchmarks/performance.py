@@ -202,8 +202,9 @@ async def settle(session: ClientSession) -> None:
     """Until background work is done: index caught up, and graphs built where the index is large enough."""
     while True:
         index = (await session.call_tool("status", {})).structured_content["index"]
-        graphs_due = index["points"] >= GRAPH_MIN_POINTS and not any("graphs built" in e for e in index["events"])
-        if index["compaction"] is None and index["lag"] == 0 and not graphs_due:
+        # status leaves out what is empty or None (lean JSON)
+        graphs_due = index["points"] >= GRAPH_MIN_POINTS and not any("graphs built" in e for e in index.get("events", []))
+        if index.get("compaction") is None and index.get("lag", 0) == 0 and not graphs_due:
             return
         await anyio.sleep(1)
 
