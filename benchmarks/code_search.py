@@ -11,7 +11,10 @@ the first paragraphs of those docstrings or comments, on functions, methods, cla
 declarations outside tests (at least 20 characters, `@tags` left out); each one's answer is the symbol that
 carried it. A docstring often names other symbols ("Like `Console.print`, but ..."): the score shows what
 putting them first costs on questions that are not about them. Each tree is also scored without that step
-("ranked only"), and on each candidate list alone, for the comparison.
+("ranked only"), and on each candidate list alone, for the comparison; and without the code adapter
+(`search/code_adapter.py`, trained by `training/`), on the bundled model's own vectors, as before it shipped
+(its vectors kept in the same data dir under their own identity). Last, the median time to a question's vector,
+with and without the adapter.
 """
 
 from __future__ import annotations
@@ -259,6 +262,29 @@ def asking(tree: HeldOut) -> Iterator[Callable[[], list[float]]]:
         ledger.close()
 
 
+def symbols_per_cpu_second(data_dir: Path, count: int = 256) -> tuple[float, float]:
+    """Symbol texts embedded per CPU second, without and with the code adapter (rounds of EMBED_BATCH, one thread,
+    three interleaved runs, medians): the adapter's cost, on whatever load the machine has."""
+    from project_ledger.code.search import EMBED_BATCH
+    from project_ledger.code.store import CodeStore
+    from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
+
+    store = CodeStore(data_dir / "journal.sqlite3")
+    texts = [symbol.embed_text() for symbol in store.missing_vectors("no model", count)]  # one per distinct text
+    store.close()
+    model = OnnxEmbedder(1)
+    ways = (CodeEmbedder(model, adapted=False), CodeEmbedder(model))
+    rates: tuple[list[float], list[float]] = ([], [])
+    for _ in range(3):
+        for way, rate in zip(ways, rates, strict=True):
+            way.load()
+            started = time.process_time()
+            for start in range(0, len(texts), EMBED_BATCH):
+                way.embed_documents(texts[start : start + EMBED_BATCH])
+            rate.append(len(texts) / (time.process_time() - started))
+    return statistics.median(rates[0]), statistics.median(rates[1])
+
+
 def query_vector_ms(questions: list[str]) -> tuple[float, float]:
     """Median milliseconds to a `search_code` question's vector, without and with the code adapter (each on its own
     model, one thread, so that no vector comes from the other's cache), the two interleaved."""
@@ -313,9 +339,9 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     sweeps: dict[str, dict[FusionParams, list[float]]] = {}
-    asked: list[str] = []
+    trees: list[HeldOut] = []
     for tree in prepared(args.work):
-        asked += [q.text[:300] for q in tree.questions]
+        trees.append(tree)
         with plain_model(), asking(tree) as ask:
             with variant():
                 before = mrr(ask())
@@ -341,10 +367,13 @@ def main() -> None:
             f"| {dense_before:.3f} | {legs[1]:.3f} |"
         )
         log(rows[-1])
+    asked = [q.text[:300] for tree in trees for q in tree.questions]
     plain_ms, adapted_ms = query_vector_ms(asked)
+    plain_rate, adapted_rate = symbols_per_cpu_second(trees[0].data_dir)
     footer = (
         f"Query vector p50 (the {len(asked)} questions, one thread): {plain_ms:.1f} ms without the code adapter, "
-        f"{adapted_ms:.1f} ms with it. "
+        f"{adapted_ms:.1f} ms with it. Symbol texts embedded per CPU second ({trees[0].label}, 256 texts, one thread, "
+        f"medians of 3): {plain_rate:.0f} without, {adapted_rate:.0f} with. "
         f"Shipped fusion: {label(CODE_FUSION)}. Measured {datetime.date.today()}, load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after, with `python benchmarks/code_search.py --write{' --tune' if sweeps else ''}`."
     )
