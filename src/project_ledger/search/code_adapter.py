@@ -3,7 +3,7 @@
 A question and a symbol text are embedded by the bundled all-MiniLM-L6-v2 as before; the question's vector is
 then multiplied by one 384 x 384 matrix and the symbol's by another, each made unit length again. The matrices
 were trained on (docstring summary, symbol text) pairs from public PyPI and npm packages (`training/`), never on
-the trees that measure code search. They ship as `code_adapter/adapter.npz` (float16) and are checked against
+the trees that measure code search. They ship as `trained/code_adapter.npz` (float16) and are checked against
 ADAPTER_SHA256 before use: a changed file fails the load, as a changed model does.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # numpy stays off the import path of `serve` (tests/test_start_imports.py)
     import numpy as np
 
-ADAPTER_FILE = "adapter.npz"
+ADAPTER_FILE = "code_adapter.npz"
 ADAPTER_SHA256 = "242dd294a604e121422a7ae665da29f07ada00d24da35e3ba5f2e407ff74689d"
 
 
@@ -50,7 +50,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 def load_adapter(content: bytes | None = None) -> CodeAdapter:
     """The shipped adapter (or one given as `content`, the bytes of such a file), after its hash check."""
     if content is None:
-        content = resources.files(__package__).joinpath("code_adapter", ADAPTER_FILE).read_bytes()
+        content = resources.files(__package__).joinpath("trained", ADAPTER_FILE).read_bytes()
         actual = hashlib.sha256(content).hexdigest()
         if actual != ADAPTER_SHA256:
             raise RuntimeError(f"the code adapter has sha256 {actual}, expected {ADAPTER_SHA256}; reinstall project-ledger")
