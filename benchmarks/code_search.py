@@ -11,7 +11,10 @@ the first paragraphs of those docstrings or comments, on functions, methods, cla
 declarations outside tests (at least 20 characters, `@tags` left out); each one's answer is the symbol that
 carried it. A docstring often names other symbols ("Like `Console.print`, but ..."): the score shows what
 putting them first costs on questions that are not about them. Each tree is also scored without that step
-("ranked only"), and on each candidate list alone, for the comparison.
+("ranked only"), and on each candidate list alone, for the comparison; and without the code adapter
+(`search/code_adapter.py`, trained by `training/`), on the bundled model's own vectors, as before it shipped
+(its vectors kept in the same data dir under their own identity). Last, the median time to a question's vector,
+with and without the adapter.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sqlite3
 import statistics
 import subprocess
 import tarfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -114,12 +118,13 @@ def jsdoc_question(comment: str) -> str:
     return " ".join(" ".join(kept).split())
 
 
-def held_out_typescript(source: Path, target: Path) -> list[Question]:
-    """Copy the TypeScript files of `source` to `target` with every JSDoc comment before a definition blanked
-    (line numbers kept); the questions, answered by the symbol that starts on the definition's line."""
+def held_out_typescript(source: Path, target: Path, suffixes: tuple[str, ...] = (".ts",)) -> list[Question]:
+    """Copy the TypeScript files of `source` (or those with other `suffixes`: JavaScript reads the same way) to
+    `target` with every JSDoc comment before a definition blanked (line numbers kept); the questions, answered by
+    the symbol that starts on the definition's line."""
     questions = []
     shutil.rmtree(target, ignore_errors=True)
-    for path in sorted(source.rglob("*.ts")):
+    for path in sorted(p for p in source.rglob("*") if p.name.endswith(suffixes) and p.is_file()):
         rel = path.relative_to(source).as_posix()
         text = path.read_text(encoding="utf-8")
         kept, last = [], 0
@@ -208,6 +213,20 @@ def variant(*, ranked_only: bool = False, fusion: FusionParams | None = None) ->
 
 
 @contextmanager
+def plain_model() -> Iterator[None]:
+    """The code index on the bundled model's own vectors, without the code adapter (the ranking before it)."""
+    from project_ledger import factory
+    from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
+
+    shipped = factory.for_code
+    factory.for_code = lambda embedder: CodeEmbedder(embedder, adapted=False) if isinstance(embedder, OnnxEmbedder) else embedder
+    try:
+        yield
+    finally:
+        factory.for_code = shipped
+
+
+@contextmanager
 def asking(tree: HeldOut) -> Iterator[Callable[[], list[float]]]:
     """A function that asks every question of `tree` through `search_code` and returns each 1/rank (0: not in
     the top 10), on a ledger opened once."""
@@ -239,6 +258,45 @@ def asking(tree: HeldOut) -> Iterator[Callable[[], list[float]]]:
         yield ask
     finally:
         ledger.close()
+
+
+def symbols_per_cpu_second(data_dir: Path, count: int = 256) -> tuple[float, float]:
+    """Symbol texts embedded per CPU second, without and with the code adapter (rounds of EMBED_BATCH, one thread,
+    three interleaved runs, medians): the adapter's cost, on whatever load the machine has."""
+    from project_ledger.code.search import EMBED_BATCH
+    from project_ledger.code.store import CodeStore
+    from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
+
+    store = CodeStore(data_dir / "journal.sqlite3")
+    texts = [symbol.embed_text() for symbol in store.missing_vectors("no model", count)]  # one per distinct text
+    store.close()
+    model = OnnxEmbedder(1)
+    ways = (CodeEmbedder(model, adapted=False), CodeEmbedder(model))
+    rates: tuple[list[float], list[float]] = ([], [])
+    for _ in range(3):
+        for way, rate in zip(ways, rates, strict=True):
+            way.load()
+            started = time.process_time()
+            for start in range(0, len(texts), EMBED_BATCH):
+                way.embed_documents(texts[start : start + EMBED_BATCH])
+            rate.append(len(texts) / (time.process_time() - started))
+    return statistics.median(rates[0]), statistics.median(rates[1])
+
+
+def query_vector_ms(questions: list[str]) -> tuple[float, float]:
+    """Median milliseconds to a `search_code` question's vector, without and with the code adapter (each on its own
+    model, one thread, so that no vector comes from the other's cache), the two interleaved."""
+    from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
+
+    plain, adapted = CodeEmbedder(OnnxEmbedder(1), adapted=False), CodeEmbedder(OnnxEmbedder(1))
+    plain.load(), adapted.load()
+    times: tuple[list[float], list[float]] = ([], [])
+    for question in questions:
+        for way, spent in zip((plain, adapted), times, strict=True):
+            started = time.perf_counter()
+            way.embed_query(question)
+            spent.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def mrr(ranks: list[float], half: int | None = None) -> float:
@@ -274,11 +332,19 @@ def main() -> None:
     args = parser.parse_args()
     load_before = common.load()
     rows = [
-        "| tree | language | questions | MRR@10, as shipped | ranked only | dense list alone | BM25 list alone |",
-        "|---|---|---|---|---|---|---|",
+        "| tree | language | questions | MRR@10, as shipped | without the code adapter | ranked only | dense list alone "
+        "| dense list alone, without the adapter | BM25 list alone |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     sweeps: dict[str, dict[FusionParams, list[float]]] = {}
+    trees: list[HeldOut] = []
     for tree in prepared(args.work):
+        trees.append(tree)
+        with plain_model(), asking(tree) as ask:
+            with variant():
+                before = mrr(ask())
+            with variant(ranked_only=True, fusion=dataclasses.replace(CODE_FUSION, dense_weight=1.0, sparse_weight=0.0)):
+                dense_before = mrr(ask())
         with asking(tree) as ask:
             with variant():
                 shipped = mrr(ask())
@@ -295,10 +361,19 @@ def main() -> None:
                     with variant(ranked_only=True, fusion=setting):
                         sweeps[tree.label][setting] = ask()
         rows.append(
-            f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {ranked:.3f} | {legs[0]:.3f} | {legs[1]:.3f} |"
+            f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {before:.3f} | {ranked:.3f} | {legs[0]:.3f} "
+            f"| {dense_before:.3f} | {legs[1]:.3f} |"
         )
         log(rows[-1])
-    table = "\n".join([*rows, "", f"Shipped fusion: {label(CODE_FUSION)}."])
+    asked = [q.text[:300] for tree in trees for q in tree.questions]
+    plain_ms, adapted_ms = query_vector_ms(asked)
+    plain_rate, adapted_rate = symbols_per_cpu_second(trees[0].data_dir)
+    speed = (
+        f"Query vector p50 (the {len(asked)} questions, one thread): {plain_ms:.1f} ms without the code adapter, "
+        f"{adapted_ms:.1f} ms with it. Symbol texts embedded per CPU second ({trees[0].label}, 256 texts, one thread, "
+        f"medians of 3): {plain_rate:.0f} without, {adapted_rate:.0f} with. Shipped fusion: {label(CODE_FUSION)}."
+    )
+    table = "\n".join([*rows, "", speed])
     if sweeps:
         table += "\n\nFusion, 2-fold cross-validated (`--tune`; ranked only):\n\n" + "\n".join(tune(sweeps))
     command = f"python benchmarks/code_search.py --write{' --tune' if sweeps else ''}"

@@ -535,13 +535,13 @@ def _running(pid: int) -> bool:
 
 
 def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbols_and_memories_apart(project: Project) -> None:
-    """Code symbols have their own embedding identity (`CODE_IDENTITY`): a ledger whose symbol vectors were stored
+    """Code symbols have their own embedding identity (`ADAPTED_IDENTITY`): a ledger whose symbol vectors were stored
     under the float session's identity, as before symbols got their own way of embedding, embeds its symbols
     again, while the memories' vectors stay as they are. Memories moved to the integer session too
     (`MEMORY_IDENTITY`): a ledger whose memory vectors are the float session's finds its memories meanwhile,
     embeds them again and keeps the earlier vectors."""
 
-    from project_ledger.search.embedding import CODE_IDENTITY, MEMORY_IDENTITY, OFFLINE_IDENTITY
+    from project_ledger.search.embedding import ADAPTED_IDENTITY, MEMORY_IDENTITY, OFFLINE_IDENTITY
 
     copy_fixtures(project.root, ("python",))
     cli(project, "remember", "the build uses make, not ninja")
@@ -551,14 +551,14 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     memory_vectors = journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY seq")
     assert [model for _, model, _ in memory_vectors] == [MEMORY_IDENTITY]
     code_vectors = journal_rows(project, "SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
-    assert {model for _, model, _ in code_vectors} == {CODE_IDENTITY}
+    assert {model for _, model, _ in code_vectors} == {ADAPTED_IDENTITY}
 
     journal_write(project, ("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
     assert cli(project, "status", "--json")["code"]["pending_vectors"] > 0
     again = cli(project, "index", "--embed", "--json")
     assert again["embedded"] == first["embedded"]
     renewed = journal_rows(
-        project, f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{CODE_IDENTITY}' ORDER BY embed_hash"
+        project, f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{ADAPTED_IDENTITY}' ORDER BY embed_hash"
     )
     assert [(h, v) for h, _, v in renewed] == [(h, v) for h, _, v in code_vectors]  # the same text, the same vector
     assert journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors
@@ -574,6 +574,43 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
         [(memory_vectors[0][0], OFFLINE_IDENTITY), (memory_vectors[0][0], MEMORY_IDENTITY)], key=lambda row: row[1]
     )
     assert {model: vector for _, model, vector in stored}[OFFLINE_IDENTITY] == memory_vectors[0][2]  # nothing lost
+
+
+async def test_an_index_embedded_before_the_code_adapter_gets_mapped_vectors_and_finds_symbols_by_meaning(project: Project) -> None:
+    """A ledger whose symbols were embedded by the bundled model alone (`CODE_IDENTITY`, before the code adapter
+    shipped) gets the adapter's vectors as the map of those (`CodeEmbedder.from_base`), keeps the plain ones, and
+    search_code answers by meaning through the new vectors."""
+    import numpy as np
+
+    from project_ledger.code.rows import embed_hash
+    from project_ledger.code.store import CodeStore
+    from project_ledger.search.code_adapter import load_adapter
+    from project_ledger.search.embedding import ADAPTED_IDENTITY, CODE_IDENTITY, OnnxEmbedder, to_bytes
+
+    copy_fixtures(project.root, ("python",))
+    first = cli(project, "index", "--json")  # BM25 only: no vector yet
+    assert first["symbols"] > 0 and cli(project, "status", "--json")["code"]["pending_vectors"] > 0
+    store = CodeStore(project.data_dir / "journal.sqlite3")
+    pending = store.missing_vectors(CODE_IDENTITY, 10_000)
+    texts = [symbol.embed_text() for symbol in pending]
+    plain = OnnxEmbedder(1, project.data_dir).embed_code(texts)  # what the previous version stored
+    store.store_vectors(CODE_IDENTITY, [(s.id, embed_hash(t), to_bytes(v)) for s, t, v in zip(pending, texts, plain, strict=True)])
+    store.close()
+    assert cli(project, "index", "--embed", "--json")["embedded"] == len(pending)
+    stored = dict(journal_rows(project, f"SELECT embed_hash, vector FROM code_vectors WHERE model = '{ADAPTED_IDENTITY}'"))
+    expected = load_adapter().documents(plain)
+    for text, vector in zip(texts, expected, strict=True):
+        assert np.allclose(np.frombuffer(stored[embed_hash(text)], dtype=np.float32), vector, atol=1e-6)
+    assert len(journal_rows(project, f"SELECT 1 FROM code_vectors WHERE model = '{CODE_IDENTITY}'")) == len(pending)
+    async with connect(project) as ledger:
+        await indexed(ledger)
+
+        async def hybrid() -> dict[str, Any] | None:
+            found = await ledger.call("search_code", query="how far apart are two locations in the plane", k=5)
+            return found if found["mode"] == "hybrid" else None
+
+        found = await eventually(hybrid, timeout=120)
+        assert "Point.distance_to" in [hit["qualname"] for hit in found["results"]]
 
 
 async def test_symbols_hashed_under_an_earlier_text_version_are_hashed_again_embedded_once_and_found(project: Project) -> None:

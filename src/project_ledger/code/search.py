@@ -14,20 +14,23 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from project_ledger.code.naming import asks_about_tests, names_asked, spellings
 from project_ledger.code.rows import embed_hash
 from project_ledger.code.source_files import is_test_file
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
-from project_ledger.search.embedding import Embedder, from_bytes, to_bytes
+from project_ledger.search.embedding import Embedder, Mapped, from_array, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance, shifted
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.process_memory import release_freed_memory
 from project_ledger.search.sparse import SparseEncoder, SparseVec
 from project_ledger.search.tuning import CODE_BM25_AVG_LEN, CODE_TEST_PENALTY, FusionParams
 from project_ledger.worker import Opening, RunAgain, Worker
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -191,12 +194,29 @@ class CodeSearch:
         if not pending:
             return 0
         texts = [symbol.embed_text() for symbol in pending]
-        vectors = self._embedder.embed_documents(texts)
+        hashes = [embed_hash(text) for text in texts]
+        vectors = self._vectors(texts, hashes)
         self._store.store_vectors(
             self._embedder.identity,
-            [(symbol.id, embed_hash(text), to_bytes(vector)) for symbol, text, vector in zip(pending, texts, vectors, strict=True)],
+            [(symbol.id, text_hash, to_bytes(vector)) for symbol, text_hash, vector in zip(pending, hashes, vectors, strict=True)],
         )
         return len(pending)
+
+    def _vectors(self, texts: list[str], hashes: list[str]) -> list[np.ndarray]:
+        """The texts' vectors: mapped from the vectors stored under the embedder's base identity where there are
+        some (`embedding.Mapped`), from the model for the rest."""
+        embedder = self._embedder
+        if not isinstance(embedder, Mapped) or embedder.base_identity is None:
+            return embedder.embed_documents(texts)
+        stored = self._store.stored_vectors(embedder.base_identity, hashes)
+        fresh = [i for i, text_hash in enumerate(hashes) if text_hash not in stored]
+        out: dict[int, np.ndarray] = {}
+        for i, vector in zip(fresh, embedder.embed_documents([texts[i] for i in fresh]) if fresh else [], strict=True):
+            out[i] = vector
+        old = [i for i in range(len(texts)) if i not in out]
+        for i, vector in zip(old, embedder.from_base([from_array(stored[hashes[i]]) for i in old]), strict=True):
+            out[i] = vector
+        return [out[i] for i in range(len(texts))]
 
     def _ready_index(self) -> SearchIndex:
         if not self._worker.wait_opened(30):

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from project_ledger.search.bundled_model import (
     DEFAULT_MODEL,
@@ -30,6 +30,7 @@ from project_ledger.search.bundled_model import (
     check,
     prepared_model,
 )
+from project_ledger.search.code_adapter import ADAPTER_SHA256, CodeAdapter, load_adapter
 from project_ledger.search.process_memory import one_malloc_arena, release_freed_memory
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ OFFLINE_IDENTITY = f"{DEFAULT_MODEL}@int8-onnx-{OFFLINE_ONNX.sha256[:12]}"
 # are cut must change these, so that a ledger re-embeds in the background. A query's vector is never stored.
 CODE_IDENTITY = f"{OFFLINE_IDENTITY}+code-int8-{CODE_MAX_TOKENS}-ln"
 MEMORY_IDENTITY = f"{OFFLINE_IDENTITY}+int8-{MAX_TOKENS}-ln"
+# Symbols' vectors mapped by the code adapter: another identity, so an index of plain vectors re-embeds in the background.
+ADAPTED_IDENTITY = f"{CODE_IDENTITY}+adapter-{ADAPTER_SHA256[:12]}"
 
 
 def prepare_offline_model(target_parent: Path) -> Path:
@@ -111,6 +114,17 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Mapped(Protocol):
+    """An embedder whose vectors are another identity's, mapped (`CodeEmbedder` with the code adapter): a vector
+    stored under `base_identity` gives this one's without running the model."""
+
+    @property
+    def base_identity(self) -> str | None: ...
+
+    def from_base(self, vectors: list[np.ndarray]) -> list[np.ndarray]: ...
 
 
 def plan_batches(lengths: Sequence[int], most: int, max_tokens: int) -> list[list[int]]:
@@ -359,33 +373,74 @@ def _session(model: Path | bytes, shared: dict[str, ort.OrtValue], unfused: Sequ
 
 class CodeEmbedder:
     """The bundled model as the code index uses it: `OnnxEmbedder.embed_code` under CODE_IDENTITY, the rest
-    (loading, state, query vectors and their cache) shared with the memories' embedder."""
+    (loading, state, query vectors and their cache) shared with the memories' embedder; with the code adapter
+    (`code_adapter`), both the symbols' and the questions' vectors go through its maps, under ADAPTED_IDENTITY.
 
-    def __init__(self, model: OnnxEmbedder) -> None:
+    The adapter loads once the model is ready (the first time anything asks for the state): a damaged adapter
+    file leaves the code index on BM25 with the reason in `detail`, and the memories' embedder untouched."""
+
+    def __init__(self, model: OnnxEmbedder, adapted: bool = True) -> None:
         self._model = model
         self.name = model.name
-        self.identity = CODE_IDENTITY
+        self.identity = ADAPTED_IDENTITY if adapted else CODE_IDENTITY
+        self._adapted = adapted
+        self._adapter: CodeAdapter | None = None
+        self._adapter_error: str | None = None
+        self._lock = threading.Lock()
+
+    def _adapter_ready(self) -> bool:
+        """Load the adapter once; False if it could not be (its hash, a missing file)."""
+        if not self._adapted or self._adapter is not None:
+            return True
+        with self._lock:
+            if self._adapter is None and self._adapter_error is None:
+                try:
+                    self._adapter = load_adapter()
+                except Exception as exc:  # noqa: BLE001 - any damage leaves code search on BM25, memories untouched
+                    self._adapter_error = f"code adapter: {type(exc).__name__}: {exc}"
+                    log.warning("the code adapter could not load (%s); code search uses BM25 only", self._adapter_error)
+        return self._adapter is not None
 
     @property
     def state(self) -> ModelState:
-        return self._model.state
+        state = self._model.state
+        return "failed" if state == "ready" and not self._adapter_ready() else state
 
     @property
     def detail(self) -> str | None:
-        return self._model.detail
+        return self._adapter_error or self._model.detail
 
     @property
     def dim(self) -> int:
         return self._model.dim
 
     def load(self) -> bool:
-        return self._model.load()
+        return self._model.load() and self._adapter_ready()
+
+    def _maps(self) -> CodeAdapter | None:
+        if not self._adapter_ready():
+            raise RuntimeError(f"embedding model unavailable: {self._adapter_error}")
+        return self._adapter
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        return self._model.embed_code(texts)
+        vectors = self._model.embed_code(texts)
+        maps = self._maps()
+        return maps.documents(vectors) if maps is not None else vectors
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._model.embed_query(text)
+        vector = self._model.embed_query(text)  # the memories' cached vector: one model run serves both searches
+        maps = self._maps()
+        return maps.query(vector) if maps is not None else vector
+
+    @property
+    def base_identity(self) -> str | None:
+        return CODE_IDENTITY if self._adapted else None
+
+    def from_base(self, vectors: list[np.ndarray]) -> list[np.ndarray]:
+        """Symbols' vectors from their plain ones (stored under CODE_IDENTITY): an index embedded before the adapter
+        shipped is re-embedded by a matrix product, not by the model."""
+        maps = self._maps()
+        return maps.documents(vectors) if maps is not None else vectors
 
 
 def for_code(embedder: Embedder) -> Embedder:
@@ -471,3 +526,10 @@ def from_bytes(blob: bytes) -> list[float]:
     """The stored float32s as Python floats. `array`, not numpy: a CLI command or hook that catches its index up
     reads stored vectors, and importing numpy would cost it more than 100 ms."""
     return array.array("f", blob).tolist()
+
+
+def from_array(blob: bytes) -> np.ndarray:
+    """A stored vector (`to_bytes`) as a float32 array."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=np.float32)
