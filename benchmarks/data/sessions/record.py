@@ -45,8 +45,10 @@ from project_ledger.text.tokens import TokenCounter
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-sys.path.insert(0, str(HERE))
-import scenario  # noqa: E402  (a sibling data module, not a package)
+sys.path[:0] = [str(HERE), str(REPO / "benchmarks")]  # a sibling data module, and the replay (which reads transcripts)
+import scenario
+
+from sessions import content_blocks, transcript_lines
 
 ALLOWED_TOOLS = "ToolSearch,Bash,Read,Edit,mcp__ledger__remember,mcp__ledger__recall,mcp__ledger__context"
 TRANSCRIPT_TYPES = ("user", "assistant", "system", "summary")
@@ -172,8 +174,8 @@ class Recorder:
         """The id each stored decision got, from the `remember` results in the transcript."""
         wording = {d.wording: label for label, d in scenario.DECISIONS.items() if d.stored}
         calls: dict[str, str] = {}
-        for entry in transcript_entries(transcript.read_bytes()):
-            for block in blocks(entry):
+        for entry in transcript_lines(transcript.read_bytes()):
+            for block in content_blocks(entry):
                 if block.get("type") == "tool_use" and block.get("name") == "mcp__ledger__remember":
                     calls[block["id"]] = block["input"].get("text", "")
                 elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
@@ -183,22 +185,6 @@ class Recorder:
 
     def normalize(self, text: str) -> str:
         return text.replace(str(self.root), "$ROOT").replace(str(self.home), "$HOME")
-
-
-def transcript_entries(data: bytes) -> Iterator[dict[str, Any]]:
-    for line in data.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            yield entry
-
-
-def blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
 def result_text(block: dict[str, Any]) -> str:
@@ -212,8 +198,8 @@ def result_text(block: dict[str, Any]) -> str:
 def check_tools(slug: str, invocation: int, data: bytes, start: int) -> None:
     """Every read, edit and ledger call of the step worked (a failing test run is a Bash result like any other)."""
     names: dict[str, str] = {}
-    for entry in transcript_entries(data[start:]):
-        for block in blocks(entry):
+    for entry in transcript_lines(data[start:]):
+        for block in content_blocks(entry):
             if block.get("type") == "tool_use":
                 names[block["id"]] = block["name"]
             elif block.get("type") == "tool_result" and block.get("is_error") and names.get(block.get("tool_use_id")) != "Bash":
