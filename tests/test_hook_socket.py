@@ -22,7 +22,7 @@ import pytest
 from project_ledger.local_socket import ask, settings_fingerprint, socket_path
 
 from .conftest import EXECUTABLE, Project, cli, journal_bytes, run_cli
-from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, log_lines, memories, turns, windsurf_hook
+from .test_hooks import FIXTURE, GITHUB_TOKEN, context_of, event, hook, memories, runs, turns, windsurf_hook
 from .test_start_imports import loaded_by
 
 INITIALIZE = {
@@ -73,10 +73,6 @@ def running_serve(project: Project, tmp_path: Path, cwd: Path | None = None) -> 
         log.close()
 
 
-def served(line: str) -> bool:
-    return " served " in line
-
-
 @pytest.mark.parametrize("with_server", [False, True], ids=["alone", "served"])
 def test_a_session_gets_the_same_from_a_running_server_as_from_the_hook_alone(project: Project, tmp_path: Path, with_server: bool) -> None:
     pinned = cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision").strip()
@@ -99,9 +95,9 @@ def test_a_session_gets_the_same_from_a_running_server_as_from_the_hook_alone(pr
     assert GITHUB_TOKEN.encode() not in journal_bytes(project)
     said = turns(project)
     assert [role for role, _ in said].count("user") == 3 and len(said) == 3 + 6
-    lines = log_lines(project)
-    assert len(lines) == 6 and all(" ok " in line for line in lines)
-    assert all(served(line) == with_server for line in lines)  # answered by the server whenever one was up
+    logged = runs(project)
+    assert [run.state for run in logged] == ["ok"] * 6
+    assert all(run.served == with_server for run in logged)  # answered by the server whenever one was up
 
 
 def test_a_served_hook_whose_input_names_no_folder_is_handled_for_the_hooks_own(project: Project, tmp_path: Path) -> None:
@@ -114,7 +110,7 @@ def test_a_served_hook_whose_input_names_no_folder_is_handled_for_the_hooks_own(
     with running_serve(project, tmp_path, cwd=elsewhere):
         assert windsurf_hook(project, asked, project.root / "api").stdout == ""
     assert [(m["role"], m["text"]) for m in memories(project) if m["session"] == "cascade-9"] == [("user", "Where do refunds go?")]
-    assert served(log_lines(project)[-1]) and " ok " in log_lines(project)[-1]
+    assert runs(project)[-1].served and runs(project)[-1].state == "ok"
 
 
 def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(project: Project, tmp_path: Path) -> None:
@@ -142,10 +138,10 @@ def test_a_hook_works_alone_when_the_server_died_declines_or_cannot_read_it(proj
         assert hook(project, prompt).stdout != ""
     assert not socket_path(project.data_dir).exists()  # removed when the server exits
 
-    lines = log_lines(project)
-    assert [served(line) for line in lines] == [False, False, True, True, False, True]
-    assert " ok " in lines[0] and "error" in lines[1] and "not JSON" in lines[1]
-    assert "error" in lines[2] and "session_id" in lines[2]  # the server's answer to a bad event: logged, nothing printed
+    logged = runs(project)
+    assert [run.served for run in logged] == [False, False, True, True, False, True]
+    assert [run.state for run in logged[:3]] == ["ok", "error", "error"]
+    assert "not JSON" in logged[1].detail and "session_id" in logged[2].detail  # a bad event: logged, nothing printed
     assert [(role, text) for role, text in turns(project)] == [("user", "How do invoice export retries back off?")]
 
 
@@ -168,7 +164,7 @@ def test_a_served_hook_or_recall_loads_little_and_bad_requests_get_clear_errors(
         prompt = json.dumps(event(project, "UserPromptSubmit", prompt="How do invoice export retries back off?"))
         loaded = loaded_by(project, tmp_path, "hook", "claude-code", stdin=prompt)
         assert "project_ledger" in loaded and not loaded & {"click", "pydantic", "pydantic_settings", "sqlite3"}
-        assert served(log_lines(project)[-1])
+        assert runs(project)[-1].served
         # A recall the server answers uses its model: this process loads none.
         loaded = loaded_by(project, tmp_path, "recall", "how do export retries back off", "--json", "--root", str(project.root))
         assert not loaded & {"fastembed", "onnxruntime", "numpy"}

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from project_ledger.hooks.log import read_runs
+
 from .conftest import shared_embedder
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from sessions import Corpus, Replay, content_blocks, transcript_lines  # noqa: E402  (a benchmark script, not a package)
+from sessions import Corpus, Replay, content_blocks, transcript_lines  # a benchmark script, not a package
 
 SESSIONS = 3  # a retry decision stored (01), a rule stored after a chore (02), the retry question asked back (03)
 
@@ -82,6 +84,6 @@ async def test_a_replay_stores_what_the_agent_stored_and_asks_the_questions(corp
         assert question.ranked["ledger"] and question.budget_tokens > 0
 
     # The hooks ran on the replay's ledger, one log line per recorded hook call, and every session got its start pack.
-    log = (replay.root / ".ledger" / "logs" / "hooks.log").read_text().splitlines()
-    assert len(log) == sum(len(s.events) for s in corpus.sessions)
+    logged = read_runs(replay.root / ".ledger")
+    assert len(logged) == sum(len(s.events) for s in corpus.sessions) and all(run.state == "ok" for run in logged)
     assert set(observed.pack_copies) == {s.slug for s in corpus.sessions} and min(observed.pack_copies.values()) >= 1
