@@ -374,3 +374,17 @@ def test_windsurf_hooks_record_the_conversation_of_the_project_they_run_in(proje
     assert f"installed in {project.root / '.windsurf' / 'hooks.json'};" in doctor["hooks"]["detail"]
     refused = run_cli(project, "config", "windsurf")  # its MCP servers are in a file of its own, which config does not write
     assert refused.returncode == 1 and "--hooks" in refused.stderr
+
+
+def test_a_hook_run_is_one_line_whatever_its_input_names_and_reads_back_as_written() -> None:
+    from datetime import UTC, datetime
+
+    from project_ledger.hooks.log import parse_run
+
+    run = HookRun("error", "Session\nStart", "a b\n2026-01-01T00:00:00Z ok Stop session=x 1ms", 12, True, "ValueError: bad\ninput")
+    line = run.line()
+    assert "\n" not in line
+    read = parse_run(f"{datetime.now(UTC).isoformat()} {line}")
+    assert read is not None
+    assert (read.state, read.event, read.milliseconds, read.served, read.detail) == ("error", "Session_Start", 12, True, "ValueError: bad input")
+    assert parse_run("not a run") is None

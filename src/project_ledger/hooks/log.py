@@ -33,8 +33,11 @@ class HookRun:
         return self.detail.split(" ", 1)[0] == "kept"
 
     def line(self) -> str:
+        """The run on one line: an event or session named with spaces or line breaks (a client's input) cannot split
+        it or forge another."""
+        event, session = ("_".join(value.split()) or "-" for value in (self.event, self.session))
         served = " served" if self.served else ""
-        return f"{self.state} {self.event} session={self.session} {self.milliseconds}ms{served} {self.detail}".rstrip()
+        return f"{self.state} {event} session={session} {self.milliseconds}ms{served} {' '.join(self.detail.split())}".rstrip()
 
 
 def parse_run(line: str) -> HookRun | None:
