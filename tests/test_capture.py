@@ -86,3 +86,9 @@ def test_an_overlong_sentence_is_not_captured() -> None:
 )
 def test_what_was_said_to_be_decided_is_a_decision_whatever_else_it_holds(sentence: str) -> None:
     assert classify(sentence) == "decision"
+
+
+def test_a_report_of_what_was_stored_is_not_captured_but_a_version_pinned_in_the_code_is() -> None:
+    assert propose("Recorded: build an adjustments endpoint for usage corrections.") == []  # its remember made it
+    pinned = "Pinned the Stripe API version: it must stay 2024-04-10 until the webhooks move."  # pinned in the code
+    assert [(proposal.kind, proposal.text) for proposal in propose(pinned)] == [("constraint", pinned)]

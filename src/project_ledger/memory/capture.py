@@ -124,8 +124,9 @@ _HEDGES = _cues(
 )
 
 # The agent reporting what it stored ("Recorded the retry decision in the ledger and implemented it: ..."): its own
-# `remember` call holds the memory, and a copy captured from the report would compete with it.
-_REPORTS = _cues(r"^\s*(?:I(?:'ve| have)\s+)?(?:recorded|stored|saved|remembered|pinned)\b", r"\b(?:in|to|into) the ledger\b")
+# `remember` call holds the memory, and a copy captured from the report would compete with it. Not "Pinned ...": an
+# agent pinning a version in the code states a decision.
+_REPORTS = _cues(r"^\s*(?:I(?:'ve| have)\s+)?(?:recorded|stored|saved|remembered)\b", r"\b(?:in|to|into) the ledger\b")
 
 
 @dataclass(frozen=True)
