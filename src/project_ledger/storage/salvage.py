@@ -120,14 +120,6 @@ def _memory(row: Mapping[str, Any], links: list[ExportedLink], sources: list[Exp
     return ExportedMemory(**row_to_memory(row).model_dump(), links=links, sources=sources)
 
 
-def _truncated(db: sqlite3.Connection, path: Path) -> bool:
-    try:
-        pages, size = db.execute("PRAGMA page_count").fetchone()[0], db.execute("PRAGMA page_size").fetchone()[0]
-    except sqlite3.Error:
-        return False
-    return path.stat().st_size < pages * size
-
-
 def salvage(path: Path) -> Salvaged:
     """Every memory of the journal at `path` that SQLite can still read, with its links and sources where they can
     be read (see the module's docstring); `StorageError` if there is no file there."""
@@ -165,14 +157,16 @@ def salvage(path: Path) -> Salvaged:
 
 def _read(db: sqlite3.Connection, path: Path, found: Salvaged) -> dict[int, Mapping[str, Any]]:
     """The memories SQL can read, by seq; the seqs it fails on go to `found.unreadable`."""
-    found.truncated = _truncated(db, path)
     try:
         found.journal_id = db.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()[0]
     except (sqlite3.Error, TypeError):
         pass
     known = set().union(*(_seqs(db, sql) for sql in _SEQ_SOURCES))
     rows: dict[int, Mapping[str, Any]] = {}
-    for seq in range(1, max(known, default=0) + 1):
+    # Seqs are handed out in order and never reused, so none is larger than the file has bytes: a garbled index
+    # holding a huge number does not make this loop run for ever.
+    top = max((seq for seq in known if 0 < seq <= path.stat().st_size), default=0)
+    for seq in range(1, top + 1):
         try:
             row = db.execute("SELECT * FROM memories WHERE seq = ?", (seq,)).fetchone()
         except sqlite3.Error:
@@ -203,8 +197,7 @@ def _from_pages(path: Path, rows: dict[int, Mapping[str, Any]], found: Salvaged)
         else:
             unreachable.add(seq)  # its text runs on into pages that are damaged or gone
     found.unreadable = sorted(unreachable)
-    if not found.truncated:
-        found.truncated = _shorter_than_its_header(path)
+    found.truncated = _shorter_than_its_header(path)
 
 
 def _shaped_like_a_memory(row: ScannedRow) -> bool:

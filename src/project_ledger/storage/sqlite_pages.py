@@ -86,6 +86,7 @@ def scan(path: Path) -> list[ScannedRow]:
     usable = page_size - data[20]
     encoding = {1: "utf-8", 2: "utf-16-le", 3: "utf-16-be"}.get(int.from_bytes(data[56:60], "big"), "utf-8")
     found = []
+    claimed: set[int] = set()  # overflow pages a cell's chain took: each is walked once, so the scan stays linear
     for number in range(1, len(data) // page_size + 1):
         page = data[(number - 1) * page_size : number * page_size]
         start = 100 if number == 1 else 0
@@ -93,7 +94,7 @@ def scan(path: Path) -> list[ScannedRow]:
             continue
         for cell in _cells(page, start):
             try:
-                rowid, record, whole = _cell(data, page, cell, page_size, usable)
+                rowid, record, whole = _cell(data, page, cell, page_size, usable, claimed)
                 columns, values = _decode(record, encoding)
             except (IndexError, ValueError, UnicodeDecodeError, struct.error):  # not a cell after all
                 continue
@@ -103,15 +104,13 @@ def scan(path: Path) -> list[ScannedRow]:
 
 def _cells(page: bytes, start: int) -> Iterator[int]:
     count = int.from_bytes(page[start + 3 : start + 5], "big")
-    for i in range(count):
-        pointer = start + 8 + 2 * i
-        offset = int.from_bytes(page[pointer : pointer + 2], "big")
-        if start + 8 <= offset < len(page):
-            yield offset
+    offsets = (int.from_bytes(page[start + 8 + 2 * i : start + 10 + 2 * i], "big") for i in range(count))
+    yield from dict.fromkeys(offset for offset in offsets if start + 8 <= offset < len(page))  # each cell once
 
 
-def _cell(data: bytes, page: bytes, at: int, page_size: int, usable: int) -> tuple[int, bytes, bool]:
-    """A table leaf cell's rowid and payload, its overflow pages followed; and whether the payload is whole."""
+def _cell(data: bytes, page: bytes, at: int, page_size: int, usable: int, claimed: set[int]) -> tuple[int, bytes, bool]:
+    """A table leaf cell's rowid and payload, its overflow pages followed; and whether the payload is whole. An
+    overflow page another cell's chain already took ends the chain (in a sound file no two cells share one)."""
     size, at = _varint(page, at)
     rowid, at = _varint(page, at)
     rowid = rowid - (1 << 64) if rowid >= 1 << 63 else rowid
@@ -123,11 +122,10 @@ def _cell(data: bytes, page: bytes, at: int, page_size: int, usable: int) -> tup
     local = local if local <= most_local else least
     payload = bytearray(page[at : at + local])
     next_page = int.from_bytes(page[at + local : at + local + 4], "big")
-    seen = set()
     while len(payload) < size:
-        if next_page == 0 or next_page in seen or next_page * page_size > len(data):
+        if next_page == 0 or next_page in claimed or next_page * page_size > len(data):
             return rowid, bytes(payload), False
-        seen.add(next_page)
+        claimed.add(next_page)
         overflow = data[(next_page - 1) * page_size : next_page * page_size]
         next_page = int.from_bytes(overflow[:4], "big")
         payload += overflow[4 : 4 + min(usable - 4, size - len(payload))]
