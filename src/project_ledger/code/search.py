@@ -187,6 +187,8 @@ class CodeSearch:
 
     def embed_some(self) -> int:
         """Embed one batch of symbols that have no vector yet; how many (0: none left, or no model)."""
+        if isinstance(self._embedder, Mapped):
+            self._embedder.settle()
         if self._embedder.state != "ready":
             return 0
         self._current_texts()

@@ -126,6 +126,10 @@ class Mapped(Protocol):
 
     def from_base(self, vectors: list[np.ndarray]) -> list[np.ndarray]: ...
 
+    def settle(self) -> None:
+        """Load what maps the vectors, once the model is ready: a worker's job, never a request's."""
+        ...
+
 
 def plan_batches(lengths: Sequence[int], most: int, max_tokens: int) -> list[list[int]]:
     """Indexes of `lengths` in batches, shortest first: at most `most` texts, and at most `max_tokens` once every
@@ -403,8 +407,16 @@ class CodeEmbedder:
 
     @property
     def state(self) -> ModelState:
+        """The model's state, then the adapter's: `loading` until `settle` (or `load`) has tried it. Reading it loads
+        nothing, so a request that asks never pays for the adapter's file."""
         state = self._model.state
-        return "failed" if state == "ready" and not self._adapter_ready() else state
+        if state != "ready" or not self._adapted or self._adapter is not None:
+            return state
+        return "failed" if self._adapter_error is not None else "loading"
+
+    def settle(self) -> None:
+        if self._model.state == "ready":
+            self._adapter_ready()
 
     @property
     def detail(self) -> str | None:
