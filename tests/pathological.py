@@ -16,7 +16,7 @@ WORDS = ["a", "A", "0", "aA0", "a1_", "ab cd", "Ab1-", "é", "中"]
 # What opens a construct some pattern looks for, to be followed by a run that never closes it.
 OPENERS = [
     "-----BEGIN RSA PRIVATE KEY-----\n", "password = ", "api_key: str", "Authorization: Bearer ", "postgres://u:",
-    "https://hooks.slack.com/services/T", "eyJ", "# ", "- ", "System: ", "<memory ", "ignore ",
+    "https://hooks.slack.com/services/T", "eyJ", "# ", "- ", "System: ", "<memory ", "<", "ignore ",
 ]
 OPENER_RUNS = [" ", "\n", "  \n", "\\n", "a", "="]
 LITERAL_JOINS = [" ", "\n", "  \n", "=", ":", "-", "_", "."]

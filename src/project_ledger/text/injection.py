@@ -64,7 +64,7 @@ _TAG = bounded_scan.compile(r"<\s*+/?\s*+(?:" + "|".join(RECORD_TAGS) + r"|syste
 _PLAIN_VALUE = re.compile(r"[\w.:/@+,#\-]++")  # needs no quotes: ids, kinds, dates, ordinary tags and paths
 _ESCAPES = {ord("&"): "&amp;", ord('"'): "&quot;", ord("<"): "&lt;", ord(">"): "&gt;"}
 _ESCAPES.update({c: f"&#{c};" for c in (*range(0x20), *range(0x7F, 0xA0))})
-_RECORD_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(RECORD_TAGS) + r")\b)", re.IGNORECASE)
+_RECORD_TAG = re.compile(r"<(?=\s*+/?\s*+(?:" + "|".join(RECORD_TAGS) + r")\b)", re.IGNORECASE)
 
 
 def looks_like_instructions(text: str, seconds: float = bounded_scan.SCAN_SECONDS) -> bool:
