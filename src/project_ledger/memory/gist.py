@@ -85,27 +85,42 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(m.group(0).lower() for m in _NAME.finditer(text))
 
 
-def _shared_words(text: str, bullet: Bullet) -> int:
-    """How many content words `text` shares with `bullet` when it states the same rule, else 0: most of the shorter
-    one's words are in the other, and the numbers, identifiers, negations and names of one are all in the other
-    ("at most 4 tries" is not "at most 5", "use Celery" is not "use Dramatiq")."""
-    words, theirs = content_words(text), content_words(bullet.text)
-    shared = len(words & theirs)
-    if not words or not theirs or shared < COVERED_OVERLAP * min(len(words), len(theirs)):
+@dataclass(frozen=True)
+class _Wording:
+    """What two statements of one rule must share, read once per text: its content words, its numbers, identifiers
+    and negations, and its names."""
+
+    words: frozenset[str]
+    specifics: frozenset[str]
+    names: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Wording:
+        return cls(content_words(text), specifics(text), _names(text))
+
+
+def _shared_words(own: _Wording, other: _Wording) -> int:
+    """How many content words two texts share when they state the same rule, else 0: most of the shorter one's words
+    are in the other, and the numbers, identifiers, negations and names of one are all in the other ("at most 4
+    tries" is not "at most 5", "use Celery" is not "use Dramatiq")."""
+    shared = len(own.words & other.words)
+    if not own.words or not other.words or shared < COVERED_OVERLAP * min(len(own.words), len(other.words)):
         return 0
-    for signal in (specifics, _names):
-        own, other = signal(text), signal(bullet.text)
-        if not (own <= other or other <= own):
+    for mine, theirs in ((own.specifics, other.specifics), (own.names, other.names)):
+        if not (mine <= theirs or theirs <= mine):
             return 0
     return shared
 
 
-def _add(bullets: list[Bullet], bullet: Bullet) -> None:
+def _add(bullets: list[Bullet], wordings: list[_Wording], bullet: Bullet) -> None:
     """`bullet`, or its sources on the bullet that already states the same rule, the closest one (the user's
-    statement, the agent's restatement and its record of it are one rule, cited by all three)."""
-    shared = [_shared_words(bullet.text, kept) for kept in bullets]
+    statement, the agent's restatement and its record of it are one rule, cited by all three). `wordings` holds
+    each kept bullet's, in order."""
+    wording = _Wording.of(bullet.text)
+    shared = [_shared_words(wording, kept) for kept in wordings]
     if not any(shared):
         bullets.append(bullet)
+        wordings.append(wording)
         return
     n = shared.index(max(shared))
     bullets[n] = replace(bullets[n], sources=tuple(dict.fromkeys((*bullets[n].sources, *bullet.sources))))
@@ -116,6 +131,7 @@ def extractive(material: Material) -> list[Bullet]:
     constraint or todo cues, then open questions; a rule stated several times is one bullet citing each
     statement. Never fails."""
     bullets: list[Bullet] = []
+    wordings: list[_Wording] = []
     recorded = {(KIND_SECTION.get(m.kind), origin(m, material.turns)) for m in material.memories if m.id not in material.captured_from}
     for memory in material.memories:
         section = KIND_SECTION.get(memory.kind)
@@ -123,14 +139,14 @@ def extractive(material: Material) -> list[Bullet]:
         if section is None or (section, parent) in recorded:  # the agent recorded what this turn decided: theirs wins
             continue
         priority = 5 if memory.superseded_by else 1 if parent else 0
-        _add(bullets, Bullet(section, memory.text, (memory.id,), memory.superseded_by, priority))
+        _add(bullets, wordings, Bullet(section, memory.text, (memory.id,), memory.superseded_by, priority))
     with_children = set(material.captured_from.values())
     for turn in material.turns:
         if turn.id in with_children:
             continue
         for proposal in propose(turn.text):
-            _add(bullets, Bullet(KIND_SECTION[proposal.kind], proposal.text, (turn.id,), priority=2))
-    known = [content_words(b.text) for b in bullets]
+            _add(bullets, wordings, Bullet(KIND_SECTION[proposal.kind], proposal.text, (turn.id,), priority=2))
+    known = [w.words for w in wordings]
     for index, turn in enumerate(material.turns):
         for sentence in sentences(turn.text):
             last_question = index == len(material.turns) - 1 and sentence.endswith("?")
