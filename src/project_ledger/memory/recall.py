@@ -9,7 +9,6 @@ questions never changes a later ranking.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +30,7 @@ from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.excerpt import excerpt
 from project_ledger.text.text_signals import exact_terms, searchable_words, wording
 from project_ledger.text.time_words import asks_for_time
-from project_ledger.text.tokens import TokenCounter
+from project_ledger.text.tokens import AsJsonString, TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +405,7 @@ class Recall:
         room = limit - build([*kept, frame]).tokens
         if room < (MIN_EXCERPT_TOKENS if kept else 1):
             return None
-        text = excerpt(hit.text, terms, lambda t: self.tokens.count(json.dumps(t, ensure_ascii=False)) - 2, room)
+        text = excerpt(hit.text, terms, AsJsonString(self.tokens).count, room)
         if not text:
             return None
         shortened = frame.model_copy(update={"text": text})

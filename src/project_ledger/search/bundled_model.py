@@ -104,7 +104,7 @@ def prepare() -> tuple[bytes, bytes]:
         if actual != expected:
             raise RuntimeError(
                 f"the prepared model's {what} has sha256 {actual}, expected {expected}: reinstall project-ledger "
-                "with the onnx version it pins"
+                "with onnx in the range it requires (pyproject.toml), or report the onnx version that gives this"
             )
     return graph, raw
 

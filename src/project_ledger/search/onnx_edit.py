@@ -1,5 +1,5 @@
 """The bundled model's graph rewrites, made with `onnx` once, when the prepared model is written
-(`search/prepared_model.py`); never at a load.
+(`search/bundled_model.py`); never at a load.
 
 Each rewrite matches one shape of nodes that the exporter of the bundled int8 all-MiniLM-L6-v2 wrote, and raises
 ValueError when the graph has none, so that another model is never edited by guess. No library does these: ONNX

@@ -43,7 +43,7 @@ class Journal:
 
     def __init__(self, path: Path, wait_seconds: float = WAIT_SECONDS) -> None:
         db = JournalDb(path, wait_seconds)
-        self.path, self.wait_seconds = path, wait_seconds
+        self.path = path
         self.close, self.integrity, self.purge_wal = db.close, db.integrity, db.purge_wal
 
         memories = Memories(db)
