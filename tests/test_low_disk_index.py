@@ -15,6 +15,7 @@ from project_ledger.search.index import MEMORY_PAYLOAD, Candidates, IndexDoc, Ma
 from project_ledger.search.ram_index import RamIndex
 from project_ledger.search.sparse import SparseEncoder
 
+from .test_mapped_pages import open_index
 from .test_storage_faults import fill, leave_free, tmpfs
 
 DIM = 384
@@ -43,10 +44,6 @@ def docs(first: int, count: int, words: int = 20, seed: int = 0) -> list[IndexDo
 
 def allocated(folder: Path) -> int:
     return sum(path.stat().st_blocks * 512 for path in folder.rglob("*") if path.is_file())
-
-
-def open_index(index_dir: Path) -> EdgeIndex:
-    return EdgeIndex.open_slot(index_dir, DIM, "model@test", MEMORY_PAYLOAD)
 
 
 QUERIES = [
