@@ -50,10 +50,6 @@ TARGET_SECONDS = 60.0  # the issue's target for a 5,000-file switch
 OVERFLOW_LOGGED = "Inotify queue overflowed; filesystem events were lost"
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@ledger", *args], check=True, capture_output=True)
 
@@ -195,7 +191,7 @@ async def main() -> None:
         for case, stop in zip(results, (False, True), strict=True):
             run = await one_run(root, stop)
             results[case].append(run)
-            log(f"{case}, run {n + 1}: answered after {run.answered:.1f} s (first new name {run.first:.1f} s), overflow {run.overflowed}, rescans {run.rescans}")
+            common.log(f"{case}, run {n + 1}: answered after {run.answered:.1f} s (first new name {run.first:.1f} s), overflow {run.overflowed}, rescans {run.rescans}")
     load_after = common.load()
     lines = [
         "| case | `find_symbol` answers for the new branch, median | range | first new name | inotify queue overflowed | rescans | `git checkout` |",

@@ -135,7 +135,9 @@ def publish(
     figures: Mapping[str, Any] | None = None,
 ) -> None:
     """Print a benchmark's table with its footer; with `write`, put both between the markers of section `name` and
-    the figures (the table at least) in `results/NAME.json`."""
+    the figures (the table at least) in `results/NAME.json`. The footer names `command` as it was run."""
+    if write and "--write" not in command.split():
+        command = f"{command} --write"
     text = f"{body.rstrip()}\n\n{footer(command, loads)}"
     print(text)
     if write:

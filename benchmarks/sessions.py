@@ -67,6 +67,7 @@ from project_ledger.models import Memory
 from project_ledger.search.embedding import Embedder, create_embedder
 from project_ledger.search.index import SearchFilter
 from project_ledger.search.tuning import RankingParams
+from project_ledger.text.text_signals import wording
 from project_ledger.text.tokens import TokenCounter
 from retrieval import pools, rankings
 
@@ -376,10 +377,13 @@ class Replay:
         question.budget_tokens = TOKENS.count(handed(budgeted, self.escape))
         if self.legs:
             pool = pools(ledger, [prompt], [SearchFilter()])
+            echo = wording(prompt)
             for leg in ("bm25", "dense"):
-                seqs = rankings(pool, [0], leg, RankingParams())[0][:8]
+                # Each list as it comes, less the question just stored (as `arrange` leaves a copy of what was asked out).
+                seqs = rankings(pool, [0], leg, RankingParams())[0]
                 memories = ledger.journal.get_by_seqs(seqs)
-                question.ranked[leg] = [Item(memories[s].id, memories[s].text, memories[s].kind) for s in seqs if s in memories]
+                kept = [memories[s] for s in seqs if s in memories and not (memories[s].kind == "turn" and wording(memories[s].text) == echo)]
+                question.ranked[leg] = [Item(m.id, m.text, m.kind) for m in kept[:8]]
         self.observed.questions.append(question)
 
 

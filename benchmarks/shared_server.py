@@ -105,18 +105,6 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return rss, pss
 
 
-def children() -> list[int]:
-    """The processes this benchmark spawned (the clients' `serve` processes)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
-                found.append(int(proc.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
 async def three_clients(root: Path, shared: bool) -> dict[str, float]:
     """Resident memory of CLIENTS clients on `root`, each having had a recall answered with the model loaded."""
     async with AsyncExitStack() as stack:
@@ -128,7 +116,7 @@ async def three_clients(root: Path, shared: bool) -> dict[str, float]:
             result = await session.call_tool("recall", {"query": f"how do retries back off? ({n})"})
             assert not result.is_error and result.structured_content["mode"] == "hybrid", result
         await anyio.sleep(1.0)
-        pids = children() + ([pid] if shared and (pid := shared_server(root)) is not None else [])
+        pids = common.children(os.getpid()) + ([pid] if shared and (pid := shared_server(root)) is not None else [])
         rows = [memory_mb(pid) for pid in pids]
     return {
         "processes": len(pids),

@@ -76,6 +76,7 @@ class Corpus:
     mrr_depth: int
     fold: list[int]
     score: Callable[[RankingParams, Sequence[int]], tuple[float, float, float, float]]
+    alone: Callable[[str], tuple[float, float, float, float]]  # one list alone ("bm25", "dense") on every question
 
     def quick(self, weights: np.ndarray, subset: Sequence[int]) -> tuple[float, float]:
         """R@1 + MRR, and R@10, of candidates ordered by `weights` alone (no floor, no rules): what learning steers by."""
@@ -114,11 +115,14 @@ def own_corpus(tmp: Path) -> Corpus:
         answers.append(seqs)
         fold.append(sessions.index(session_of[min(q.evidence[0])]) % FOLDS)
 
-    def score(params: RankingParams, subset: Sequence[int]) -> tuple[float, float, float, float]:
-        s = retrieval.score(retrieval.rankings(pool, subset, "full", params, params.floor), [questions[i] for i in subset])
+    def score(params: RankingParams, subset: Sequence[int], method: str = "full") -> tuple[float, float, float, float]:
+        s = retrieval.score(retrieval.rankings(pool, subset, method, params, params.floor), [questions[i] for i in subset])
         return s.r1, s.r5, s.r10, s.mrr
 
-    return Corpus("own conversation", signals, answers, [q.evidence for q in questions], 10, fold, score)
+    def alone(method: str) -> tuple[float, float, float, float]:
+        return score(RankingParams(), range(len(questions)), method)
+
+    return Corpus("own conversation", signals, answers, [q.evidence for q in questions], 10, fold, score, alone)
 
 
 def locomo_corpus(tmp: Path) -> Corpus:
@@ -131,11 +135,14 @@ def locomo_corpus(tmp: Path) -> Corpus:
         answers.append(seqs)
         fold.append(conversations.index(item.where.session))
 
-    def score(params: RankingParams, subset: Sequence[int]) -> tuple[float, float, float, float]:
-        f = bench.score("full", params, subset, floor=params.floor)
+    def score(params: RankingParams, subset: Sequence[int], method: str = "full") -> tuple[float, float, float, float]:
+        f = bench.score(method, params, subset, floor=params.floor)
         return f.recall[1], f.recall[5], f.recall[10], f.mrr
 
-    return Corpus("LoCoMo dev", signals, answers, [item.evidence for item in bench.items], 20, fold, score)
+    def alone(method: str) -> tuple[float, float, float, float]:
+        return score(RankingParams(), range(len(bench.items)), method)
+
+    return Corpus("LoCoMo dev", signals, answers, [item.evidence for item in bench.items], 20, fold, score, alone)
 
 
 def learn(corpora: Sequence[Corpus], chosen: Sequence[Sequence[int]]) -> dict[str, float]:
@@ -189,6 +196,11 @@ def row(name: str, figures: dict[str, tuple[float, ...]], corpora: Sequence[Corp
     return f"| {name} | " + " | ".join(" / ".join(f"{v:.3f}" for v in figures[c.name]) for c in corpora) + " |"
 
 
+def named(by: dict[str, tuple[float, ...]]) -> dict[str, dict[str, float]]:
+    """Each corpus's figures by name, to the three places the tables show."""
+    return {name: {k: round(v[i], 3) for i, k in enumerate(("R@1", "R@5", "R@10", "MRR"))} for name, v in by.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="write results/ranking.json and the table in docs/benchmarks.md")
@@ -204,9 +216,12 @@ def main() -> None:
         before = {c.name: c.score(with_weights(START), range(len(c.fold))) for c in corpora}
         in_sample = {c.name: c.score(with_weights(shipped), range(len(c.fold))) for c in corpora}
         relearned = {c.name: c.score(with_weights(learned), range(len(c.fold))) for c in corpora}
+        legs = {leg: {c.name: c.alone(leg) for c in corpora} for leg in ("bm25", "dense")}
     lines = [
         "| ranking | " + " | ".join(f"{c.name} R@1 / R@5 / R@10 / MRR" for c in corpora) + " |",
         "|---|" + "---|" * len(corpora),
+        row("BM25 alone (the ledger's BM25 list; nothing learned, so held-out and in-sample are one)", legs["bm25"], corpora),
+        row("dense alone (the ledger's dense list; nothing learned)", legs["dense"], corpora),
         row("before: reciprocal-rank fusion times hand-tuned factors (the start), in-sample", before, corpora),
         row("learned weights, cross-validated (each fold learned without it)", cross, corpora),
         row("learned weights as shipped (search/tuning.py), in-sample", in_sample, corpora),
@@ -221,13 +236,13 @@ def main() -> None:
     )
     print("\n".join(lines), note, "", "weights this run learned, for search/tuning.py:", weights_source(learned), sep="\n")
     if args.write:
-        names = {"R@1": 0, "R@5": 1, "R@10": 2, "MRR": 3}
         figures = {
             "weights": shipped,
             "folds": f"leave one of {FOLDS} groups out: LoCoMo by conversation, the project's corpus by session",
-            "cross_validated": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in cross.items()},
-            "in_sample": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in in_sample.items()},
-            "before": {name: {k: round(v[i], 4) for k, i in names.items()} for name, v in before.items()},
+            "cross_validated": named(cross),
+            "in_sample": named(in_sample),
+            "before": named(before),
+            **{f"{leg}_alone": named(by) for leg, by in legs.items()},
             "learned_this_run": learned,
         }
         command = "python benchmarks/tune_fusion.py --write"
