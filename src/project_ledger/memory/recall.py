@@ -30,7 +30,7 @@ from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.excerpt import excerpt
 from project_ledger.text.text_signals import exact_terms, searchable_words, wording
 from project_ledger.text.time_words import asks_for_time
-from project_ledger.text.tokens import AsJsonString, TokenCounter
+from project_ledger.text.tokens import AsJsonString, TokenCounter, handed_count
 
 log = logging.getLogger(__name__)
 
@@ -413,8 +413,7 @@ class Recall:
 
     def _handed(self, result: RecallResult) -> int:
         """Tokens of `result` as the model is handed it (its own `tokens` field included)."""
-        count = self.tokens.count(result.model_copy(update={"tokens": 0}).for_model_json())
-        return count + self.tokens.count(str(count)) - 1  # the digits of the count stand where "0" stood
+        return handed_count(self.tokens, result.model_copy(update={"tokens": 0}).for_model_json())
 
 
 def _listed(ids: list[str], most: int = 2) -> str:

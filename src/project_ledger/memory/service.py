@@ -59,7 +59,7 @@ from project_ledger.text.dialogue_act import dialogue_act
 from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import Scrubber
 from project_ledger.text.text_signals import content_words, specifics
-from project_ledger.text.tokens import AsJsonString, TokenCounter
+from project_ledger.text.tokens import AsJsonString, TokenCounter, handed_count
 
 log = logging.getLogger(__name__)
 
@@ -408,7 +408,7 @@ class LedgerService:
             text=pack.text, tokens=0, token_budget=token_budget, sections=pack.sections, ids=pack.ids,
             left_out=pack.left_out, mode=mode,
         )  # fmt: skip
-        return result.model_copy(update={"tokens": counter.count(result.for_model_json())})
+        return result.model_copy(update={"tokens": handed_count(counter, result.for_model_json())})
 
     def summarize_session(
         self, session: str, max_tokens: int = 600, *, writer: Writer | None = None, why_not: str | None = None
