@@ -111,7 +111,7 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
             )
             conversation = Conversation(ledger, params, open_index)
             # The session-start pack is kept for the next start (`start_pack`): read what it is made from first.
-            if client.keeps_start_pack and event.name == "SessionStart" and event.source != "compact":
+            if client.keeps_start_pack and client.start_of(payload) is not None:
                 pack_source = _pack_source(ledger)
             outcome = conversation.handle(event)
             if pack_source is not None and outcome.context:

@@ -51,8 +51,7 @@ class LedgerHandle:
         self._tried_at = time.monotonic()
         try:
             self._ledger = self._open_ledger(self._root)
-            if self._ledger.code is not None:
-                self._ledger.code.expect_start()
+            self._ledger.expect_start()
         except LedgerError as exc:
             self._error = str(exc)
 

@@ -137,6 +137,11 @@ class LedgerService:
         self._released = threading.Event()  # the start-up's heavy part may go on
         self._hold_seconds = 0.0
 
+    def expect_start(self) -> None:
+        """This service runs in a server, which calls `start` once its client has said hello."""
+        if self.code is not None:
+            self.code.expect_start()
+
     def start(self, hold_seconds: float = 0.0) -> None:
         """Background start-up for a long-running server: the index and model, and the tokenizer's
         half-second load, all kept off the first request.

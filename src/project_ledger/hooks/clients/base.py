@@ -18,7 +18,6 @@ class ClientHooks(ABC):
 
     name: ClassVar[str]  # the command line's word for it: `hook NAME`, `config NAME --hooks`
     events: ClassVar[tuple[str, ...]]  # the client's own events that the ledger's hook is configured for
-    session_key: ClassVar[str]  # the input's field that names the session
     injects: ClassVar[bool]  # whether its prompt hook can hand the agent context (memories)
     keeps_start_pack: ClassVar[bool] = False  # whether its session-start pack is kept for the next start (`start_pack`)
     shared_file: ClassVar[bool] = False  # whether `config NAME --hooks --shared` writes a file shared with the team

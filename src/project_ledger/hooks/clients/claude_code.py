@@ -58,7 +58,6 @@ def transcripts_folder(root: Path) -> Path:
 class ClaudeCode(ClientHooks):
     name = "claude-code"
     events = EVENTS
-    session_key = "session_id"
     injects = True
     keeps_start_pack = True
     shared_file = True

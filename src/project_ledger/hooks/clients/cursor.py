@@ -38,7 +38,6 @@ def parse_cursor_event(payload: Any) -> HookEvent:
 class Cursor(ClientHooks):
     name = "cursor"
     events = EVENTS
-    session_key = "conversation_id"
     injects = False
     help = """Handle one Cursor hook event, its JSON on stdin: beforeSubmitPrompt and afterAgentResponse record the turn,
     stop rolls the session's gist forward. Cursor's prompt hook cannot add context, so nothing is injected.

@@ -37,7 +37,6 @@ def parse_windsurf_event(payload: Any, folder: Path) -> HookEvent:
 class Windsurf(ClientHooks):
     name = "windsurf"
     events = EVENTS
-    session_key = "trajectory_id"
     injects = False
     help = """Handle one Windsurf (Cascade) hook event, its JSON on stdin: pre_user_prompt records the prompt,
     post_cascade_response the reply, and rolls the conversation's gist forward. Windsurf's prompt hook cannot add
