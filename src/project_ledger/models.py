@@ -3,6 +3,7 @@ them as output schemas and the CLI can print them as JSON."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
@@ -40,7 +41,12 @@ class Record(BaseModel):
 
     def for_model_json(self) -> str:
         """`for_model` as the client serialises it (compact, characters as they are): what its tokens are counted on."""
-        return json.dumps(self.for_model(), separators=(",", ":"), ensure_ascii=False)
+        return handed_json(self.for_model())
+
+
+def handed_json(structured: dict[str, Any]) -> str:
+    """A result's structured content as a client serialises it for its model: compact, characters as they are."""
+    return json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
 
 
 FOR_MODEL = {"for_model": True}  # the serialisation context of `Record.for_model`
@@ -58,6 +64,7 @@ def _two_places(value: float | None, info: SerializationInfo) -> float | None:
     return round(value, 2) if value is not None and info.context == FOR_MODEL else value
 
 
+@functools.cache  # read at every result a tool hands over; a record type's fields never change
 def _hidden(record: type[Record]) -> dict[str, Any]:
     """`Record.hidden` of `record` and of the records it holds (directly or in lists), as pydantic's `exclude`."""
     spec: dict[str, Any] = dict.fromkeys(record.hidden, True)

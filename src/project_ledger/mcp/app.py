@@ -65,6 +65,7 @@ from project_ledger.models import (
     RepoMapResult,
     SearchCodeResult,
     Status,
+    handed_json,
 )
 from project_ledger.project_root import RootChoice, from_working_directory
 from project_ledger.text.wording import plural
@@ -139,7 +140,7 @@ class LedgerTools:
         only a result longer in bytes than the cap is counted."""
         cap = self.ledger.limits.max_result_tokens
         structured = model.for_model()
-        larger = max(text, model.for_model_json(), key=len)
+        larger = max(text, handed_json(structured), key=len)
         if len(larger.encode("utf-8")) > cap and (size := self.ledger.tokens.count(larger)) > cap:
             raise ToolError(
                 f"the result would be {size} tokens, over the {cap}-token cap on a tool result (LEDGER_MAX_RESULT_TOKENS); "
