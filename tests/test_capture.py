@@ -32,11 +32,21 @@ def test_a_turn_yields_its_decision_constraint_and_todo_verbatim_in_order() -> N
         "Use Redis.",  # too few content words to state anything
         "Recorded the retry decision in the ledger and implemented it: charge() now retries only 5xx and timeouts.",
         "I've saved that we only support EUR and USD to the ledger.",
+        "Remind me how late fees work for overdue invoices",
+        "remind me of the rounding rule for invoice line items",
     ],
-    ids=["question", "maybe", "suggestion", "small-talk", "too-short", "report-of-storing", "saved-to-the-ledger"],
+    ids=[
+        "question", "maybe", "suggestion", "small-talk", "too-short", "report-of-storing", "saved-to-the-ledger",
+        "remind-me-how", "remind-me-of",
+    ],  # fmt: skip
 )
 def test_questions_hedges_and_small_talk_yield_nothing(turn: str) -> None:
     assert propose(turn) == []
+
+
+def test_asking_to_be_reminded_to_do_something_is_a_todo() -> None:
+    assert classify("Remind me to rotate the staging webhook secret.") == "todo"
+    assert classify("Remind me next week to rotate the staging webhook secret.") == "todo"
 
 
 def test_adjacent_sentences_of_one_kind_are_one_proposal_and_separated_ones_are_two() -> None:

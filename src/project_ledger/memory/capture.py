@@ -37,7 +37,8 @@ _KINDS: tuple[tuple[CaptureKind, re.Pattern[str]], ...] = (
         _cues(
             r"\bTODO\b",
             r"\bto-?do\s*:",
-            r"\bremind me\b",
+            # "remind me to ..." sets a task; "remind me how/what/of ..." asks for something back (a question)
+            r"\bremind (?:me|us)(?:\s+(?:later|again|tomorrow|next (?:week|sprint|session|time)))?\s+to\b",
             r"\bfollow[- ]up\s*:",
             r"\b(?:add|do|fix|revisit|handle|write|clean up|look at|deal with|tackle|come back to|file|open|replace|build|"
             r"implement|document|migrate|automate|wire|split|move)\b[^.?!]{0,80}\b(?:later|next (?:week|sprint|session|time))\b",
