@@ -58,7 +58,7 @@ def test_a_question_an_acknowledgement_and_a_log_line_weigh_less_than_a_statemen
     }
     found = Candidates(dense=[Hit(seq, 0.9 - seq / 100) for seq in texts], sparse=[])
     kept, below = rank(found, {seq: said(f"t{seq}", text) for seq, text in texts.items()}, {}, PARAMS, NOW.timestamp(), floor=0.0)
-    order = [item.memory.id for item in arrange(kept, {}, PARAMS)]
+    order = [item.memory.id for item in arrange(kept, {}, replace(PARAMS, echo_margin=math.inf))]  # every echo kept
     assert order[0] == "t5" and order[-1] == "t3" and "t4" not in order and below == []  # plumbing: gone
     acts = {item.memory.id: {"question", "acknowledgement", "log"} & set(item.sources.signals) for item in kept}
     assert acts == {"t1": {"question"}, "t2": {"log"}, "t3": {"acknowledgement"}, "t5": set()}
@@ -286,6 +286,15 @@ def test_only_neighbouring_turns_the_search_filter_admits_may_join() -> None:
     assert admitted_neighbours(around, memories, SearchFilter(include_superseded=True, session="s1")) == {10: [1, 2], 11: [3, 4]}
 
 
+def test_a_tool_log_line_lends_its_neighbours_nothing() -> None:
+    memories = {
+        1: said("t1", "One failure: format_cents divided by 100 as a float; it is back to integer arithmetic."),
+        10: said("t10", "[tool] Edit: $ROOT/billing/money.py"),
+        11: said("t11", "Do we store amounts as floats or something else?"),
+    }
+    assert admitted_neighbours({10: [1], 11: [1]}, memories, SearchFilter()) == {11: [1]}
+
+
 def test_every_field_a_search_filters_on_has_a_payload_index() -> None:
     from project_ledger.code.search import CODE_PAYLOAD, code_filter
     from project_ledger.search.index import MEMORY_PAYLOAD
@@ -354,3 +363,30 @@ def test_turns_with_the_same_words_are_one_result_the_newest_and_a_copy_of_the_q
     ])  # fmt: skip
     assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t3", "t2", "m4"]
     assert [item.memory.id for item in arrange(kept, {}, PARAMS, asked="remind me: WHAT is the retry policy")] == ["t3", "m4"]
+
+
+def test_a_memory_captured_word_for_word_from_an_earlier_copy_of_the_question_is_no_answer_either() -> None:
+    kept = ranked_as([
+        said("c1", "Remind me how late fees work", "todo", tags=["captured"]),
+        said("n2", "Remind me how late fees work", "note"),  # written down on purpose: it stays
+        said("d3", "Late fees are 1.5% a month, capped at 25 EUR.", "decision"),
+    ])  # fmt: skip
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS, asked="remind me how late fees work?")] == ["n2", "d3"]
+
+
+def test_a_question_or_log_line_far_below_the_best_result_is_left_out_and_one_near_it_stays() -> None:
+    kept = [
+        replace(item, score=score)
+        for item, score in zip(
+            ranked_as([
+                said("d1", "Amounts are integer cents everywhere in billing.", "constraint"),
+                said("t2", "[tool] Edit: billing/money.py"),
+                said("t3", "Do we store amounts as floats?"),
+                said("t4", "Which currencies do we support?"),
+            ]),  # fmt: skip
+            [1.0, -0.2, 0.5, -0.9],
+            strict=True,
+        )
+    ]
+    assert PARAMS.echo_margin == 1.0
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["d1", "t3"]

@@ -44,6 +44,7 @@ PLACE = 10  # a list place's signal is PLACE / (PLACE + place): the top few of e
 # in the decision that answered it, yet it stated nothing. The restatements on the project corpus share 6 to 12.
 RESTATED_WORDS = 4
 TYPED_KINDS = frozenset({"decision", "definition", "constraint"})  # what holds until replaced
+ECHO_ACTS = frozenset({"question", "acknowledgement", "log"})  # what the conversation says about itself, not the project
 RECORDED_WITHIN = 15 * 60.0  # seconds: a turn said this shortly before a memory written down on its topic is its source
 
 
@@ -155,9 +156,12 @@ def admitted_neighbours(
 ) -> dict[int, list[int]]:
     """The neighbouring turns (`Journal.neighbours`) the search's filter lets in: only they may join the
     candidates. A turn outside the asked kinds, tags or time window, superseded or forgotten, lends no score
-    and borrows none."""
+    and borrows none. Nor does a tool's log line lend any (`memories` holds the lending hits too): the path it
+    names ("[tool] Edit: billing/money.py") matches a question on money, and says nothing of what was said around it."""
     kept: dict[int, list[int]] = {}
     for seq, around in neighbours.items():
+        if seq in memories and dialogue_act(memories[seq].text) in ("log", "plumbing"):
+            continue
         if inside := [n for n in around if n in memories and _admits(where, memories[n])]:
             kept[seq] = inside
     return kept
@@ -362,8 +366,13 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
     """The ranked memories as the caller sees them: no copy of what was asked, what was written down before what
     was said about it, and a repeated turn once.
 
-    - A turn that is the question itself (`asked`, the same words whatever their case and punctuation) is left
-      out: an earlier copy of a prompt is an echo, not an answer.
+    - A turn that is the question itself (`asked`, the same words whatever their case and punctuation), or a
+      memory captured word for word from such a turn, is left out: an earlier copy of a prompt is an echo, not an
+      answer.
+    - A question, acknowledgement or log line scoring more than `echo_margin` below the best result is left out:
+      its act's weight keeps it below a statement that matches as well, and once it is that far below it only
+      fills a place (an earlier "Which currencies do we support?", `[tool] Edit: billing/money.py` for a question
+      on money).
     - A captured memory (a decision, definition, constraint or todo a turn stated) takes the better place of it
       and its turn, which goes: the memory is the sentence that answers, and `recall(expand=true)` leads back to
       the turn. A turn, or a captured sentence, that restates a decision, definition or constraint written down
@@ -374,12 +383,19 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
     - An acknowledgement ("ok", "thanks", "Same as before.") comes after everything else: it answers nothing.
     """
     echo = wording(asked) if asked else None
-    kept = [r for r in ranked if not (echo and r.memory.kind == "turn" and wording(r.memory.text) == echo)]
+    kept = [r for r in ranked if not (echo and _said(r.memory) and wording(r.memory.text) == echo)]
+    best = max((r.score for r in kept), default=0.0)
+    kept = [r for r in kept if r.score >= best - params.echo_margin or dialogue_act(r.memory.text) not in ECHO_ACTS]
     kept = _captured_first(kept, parent_of)
     kept = placed_after(kept, {**_recorded_from(kept), **_restated(kept, params.restated_share)})
     kept = _newest_of_repeats(kept)
     return sorted(kept, key=lambda r: dialogue_act(r.memory.text) == "acknowledgement")  # stable: the rest keep their order
 
+
+
+def _said(memory: Memory) -> bool:
+    """A turn, or a memory captured from one: words somebody said in the conversation."""
+    return memory.kind == "turn" or "captured" in memory.tags
 
 
 def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> list[Ranked]:

@@ -86,6 +86,9 @@ class RankingParams:
     floor: float = 0.24  # relevance (cosine or query-term coverage) a result needs (LEDGER_MIN_RELEVANCE)
     exact_most: int = 3  # an identifier the query names that at most this many candidates hold puts them first (set by hand)
     restated_share: float = 0.6  # of a turn's content words in a decision, definition or constraint: it restates it
+    # A question, acknowledgement or log line scoring more than this below the best result is left out: with its act's
+    # weight (about -1) taken off, it is shown only when it matches better than any statement does.
+    echo_margin: float = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
