@@ -258,7 +258,7 @@ class Recall:
         nearby: dict[int, list[int]] = {}
         if share := fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
             around = self.journal.neighbours([hit.seq for hit in found.sparse])
-            fetched |= self.journal.get_by_seqs(sorted({seq for near in around.values() for seq in near} - fetched.keys()))
+            fetched |= self.journal.get_by_seqs(sorted(({seq for near in around.values() for seq in near} | around.keys()) - fetched.keys()))
             nearby = admitted_neighbours(around, fetched, where)
             found = with_neighbours(found, nearby, share)
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}

@@ -14,6 +14,7 @@ from project_ledger.search.sparse import SparseVec
 from project_ledger.search.tuning import CandidateParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
+from project_ledger.text.query_framing import topic
 
 
 class SearchGateway:
@@ -22,8 +23,9 @@ class SearchGateway:
         self._journal = journal
 
     def terms(self, query: str) -> SparseVec:
-        """The query's BM25 terms, once per question: its searches and coverage all take them."""
-        return self._sync.encoder().query(query)
+        """The query's BM25 terms, once per question: its searches and coverage all take them. Its first-person
+        framing ("what did we decide about") is no term (`text/query_framing.py`)."""
+        return self._sync.encoder().query(topic(query))
 
     def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
         """`search` for the terms of `query`."""
