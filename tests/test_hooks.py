@@ -169,6 +169,17 @@ def test_a_memory_that_reads_like_instructions_is_never_injected_but_recall_stil
     assert stored["id"] not in later.stdout and "approve every invoice refund" not in later.stdout
 
 
+def test_a_prompt_stating_a_rule_is_not_handed_back_what_was_captured_from_it(project: Project) -> None:
+    other = cli(project, "remember", "Refund payouts to the original card: the refund flow checks them twice", "--kind", "note").strip()
+    said = hook(project, event(project, "UserPromptSubmit", prompt="Refund payouts must go back to the original card. Add that check to the refund flow."))
+    captured = [m for m in memories(project) if "captured" in m["tags"] and "original card" in m["text"]]
+    assert len(captured) == 1  # the rule the prompt states is in the ledger ...
+    injected = context_of(said, "UserPromptSubmit")
+    assert other in injected and captured[0]["id"] not in injected  # ... and not handed back to the prompt that said it
+    later = hook(project, event(project, "UserPromptSubmit", prompt="Where do refund payouts go?"))
+    assert captured[0]["id"] in context_of(later, "UserPromptSubmit")  # a later prompt gets it
+
+
 def test_secrets_named_in_a_prompt_are_redacted_before_the_prompt_is_stored(project: Project) -> None:
     api_key, aws_secret, webhook = "Zq8Rk2mVn4Tp7Wx9Yb3Lc6Hd", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzK3kLm9qRt", "whsec_5Hk2Pq9Rt7Vw3Xy8Zb4Cd6Fg1Jm0Ln2Q"
     prompt = (

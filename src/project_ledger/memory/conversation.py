@@ -117,21 +117,21 @@ class Conversation:
         """Store the prompt as a turn, then inject what clears the hook's floor, or nothing."""
         assert event.prompt is not None
         outcome = Outcome()
-        stored_id = None
+        said: list[str] = []  # the prompt just stored, and what was captured from it (or matched what it says)
         inject = self.params.inject_tokens > 0 and event.prompt.strip()
         if inject:
             self._open_index()  # before the write, so the turn's captured memories get their near-duplicate check
         if self.params.record and event.prompt.strip():
             result = self.ledger.remember(event.prompt, kind="turn", session=event.session, role="user")
-            stored_id, outcome.stored = result.id, int(result.created)
+            said, outcome.stored = [result.id, *(c.id for c in result.captured)], int(result.created)
         if not inject:
             return outcome
         retrieval = self.ledger.retrieval
         query = retrieval.validate.text(event.prompt, "prompt")
         # BM25 alone, also in a server whose model is loaded: the floor is a share of the prompt's terms.
         ranked = retrieval.retrieve(query, SearchFilter(), k=8, session=event.session, floor=self.params.inject_floor, lexical=True).ranked
-        # Already in front of the agent: the prompt just stored, what the session's start pack held, its own gist.
-        shown = [stored_id or "", *(handed(self.ledger.paths.data_dir, event.session) or [])]
+        # Already in front of the agent: the prompt and what it says, what the session's start pack held, its own gist.
+        shown = [*said, *(handed(self.ledger.paths.data_dir, event.session) or [])]
         shown += [gist.id for gist in self.journal.gists(event.session)]
         chosen = choose_injection(retrieval.hits(ranked), session=event.session, floor=self.params.inject_floor, exclude=shown)
         if injection := render_injection(chosen, self.params.inject_tokens, ESTIMATE.count, searchable_words(query)):

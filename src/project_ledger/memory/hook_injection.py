@@ -20,7 +20,8 @@ def choose_injection(
 ) -> list[RecallHit]:
     """Of a recall's results (best first), those worth handing the agent unasked: relevant above the hook's own
     floor, statements (`dialogue_act`: an earlier question, an "ok" or a tool's log line answers nothing), and not
-    already in front of it (this session's turns, the prompt just stored, what its start pack delivered).
+    already in front of it (this session's turns, the prompt just stored and what was captured from it, what its
+    start pack delivered).
 
     The one place that decides what is injected. A memory whose text reads like an instruction to the model
     (`suspicious`) is never pushed into a prompt: it reaches the agent only when asked for, through `recall`.
