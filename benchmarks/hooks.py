@@ -72,7 +72,7 @@ import project_ledger.cli.fast_path  # the short way to a server: standard libra
 marks.append(time.perf_counter())
 import project_ledger.cli.commands  # the CLI (click, the settings), which a hook no server answers goes on to
 marks.append(time.perf_counter())
-from project_ledger.cli.hooks import hook_settings
+from project_ledger.cli.hook_run import hook_settings
 from project_ledger.factory import open_services
 from project_ledger.memory.conversation import ESTIMATE
 from project_ledger.memory.hook_injection import choose_injection, render_injection
