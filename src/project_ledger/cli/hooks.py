@@ -1,6 +1,7 @@
-"""`project-ledger hook CLIENT`: the click commands, one per client (`hooks/clients/`). A hook run by a client does
-not come through here: the entry point (`cli/main.py`) hands it to the project's server or to `cli/hook_run.py`
-before click is loaded. These commands answer the rest: `--help`, and a hook started from inside the CLI.
+"""`project-ledger hook CLIENT`: the click commands, one per client (`hooks/clients/`). The command a client runs,
+`hook CLIENT [--data-dir DIR]`, does not come through here: the entry point (`cli/main.py`) hands it to the project's
+server or to `cli/hook_run.py` before click is loaded. These commands answer the rest: `--help`, a usage error, and a
+hook given the CLI's own options first (`project-ledger -v hook claude-code`).
 """
 
 from __future__ import annotations
