@@ -70,9 +70,9 @@ from pathlib import Path
 marks = [time.perf_counter()]
 import project_ledger.cli.fast_path  # the short way to a server: standard library only
 marks.append(time.perf_counter())
-import project_ledger.cli.commands  # the CLI (click, the settings), which a hook no server answers goes on to
+from project_ledger.cli.hook_run import hook_settings  # where a hook no server answers goes on to: not click, the CLI
+import project_ledger.config  # its settings (pydantic)
 marks.append(time.perf_counter())
-from project_ledger.cli.hooks import hook_settings
 from project_ledger.factory import open_services
 from project_ledger.memory.conversation import ESTIMATE
 from project_ledger.memory.hook_injection import choose_injection, render_injection
@@ -99,7 +99,7 @@ print(json.dumps([b - a for a, b in zip(marks, marks[1:])]))
 """
 PHASE_NAMES = (
     "importing the short way (socket client, project finder)",
-    "importing the CLI (click, pydantic settings)",
+    "importing the hook's settings (pydantic; not click nor the CLI's commands)",
     "importing the hook's services (journal, index, capture, ranking)",
     "reading the settings, opening the journal",
     "opening the index slot (BM25 only, caught up with the journal)",

@@ -200,6 +200,21 @@ def test_secrets_named_in_a_prompt_are_redacted_before_the_prompt_is_stored(proj
     assert not [secret for secret in (api_key, aws_secret, webhook) if secret.encode() in stored]
 
 
+def test_a_hook_working_alone_has_written_its_turn_and_its_index_slot_when_its_process_ends(project: Project) -> None:
+    """A hook ends its process without the interpreter's teardown (`cli/main.exit_now`): by then the turn is in the
+    journal, the index slot it caught up is flushed with the revision it holds, so that the next process has nothing
+    to apply, and its answer and log line are out."""
+    cli(project, "remember", "Invoice export retries back off exponentially from 250ms", "--kind", "decision")
+    prompt = "How do invoice export retries back off?"
+    injected = context_of(hook(project, event(project, "UserPromptSubmit", prompt=prompt)), "UserPromptSubmit")
+    assert "250ms" in injected
+    assert turns(project) == [("user", prompt)]
+    index = cli(project, "status", "--json")["index"]
+    assert index["state"] == "not-opened"  # read from the slot's state file, as the hook left it
+    assert index["lag"] == 0 and index["indexed_rev"] == index["journal_rev"] and index["points"] == 2
+    assert [(run.state, run.event, run.served) for run in runs(project)] == [("ok", "UserPromptSubmit", False)]
+
+
 def test_each_part_can_be_turned_off(project: Project) -> None:
     cli(project, "remember", "Invoice exports retry with exponential backoff: 250ms doubling to 8s", "--kind", "decision")
     cli(project, "remember", "We decided the export retries back off exponentially.", "--kind", "turn", "--session", SESSION)

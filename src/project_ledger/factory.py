@@ -8,12 +8,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from project_ledger.code.indexer import CodeIndexer
 from project_ledger.code.links import CodeAnchors
-from project_ledger.code.search import CODE_PAYLOAD, CodeSearch
-from project_ledger.code.service import CodeService
-from project_ledger.code.store import CodeStore
-from project_ledger.code.watch_state import WATCH_STATE_NAME
 from project_ledger.config import IndexKind, ProjectPaths, Settings, resolve_paths
 from project_ledger.errors import IndexUnavailable, StorageError
 from project_ledger.file_lock import FileLock
@@ -33,13 +28,22 @@ from project_ledger.storage.journal import Journal
 from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.tokens import TokenCounter
 
-if TYPE_CHECKING:  # loaded when used: most CLI commands need neither
+if TYPE_CHECKING:  # loaded when used: most CLI commands need neither, and a hook never reads code
+    from project_ledger.code.service import CodeService
     from project_ledger.maintenance.access_service import AccessService
     from project_ledger.maintenance.migration import Openers
 
-PAYLOADS: dict[IndexKind, dict[str, PayloadType]] = {"memories": MEMORY_PAYLOAD, "code": CODE_PAYLOAD}
 LOCAL_TOKEN_FILE = "http_token"
 SLOT_PREFIXES: dict[IndexKind, str] = {"memories": "edge", "code": "code"}  # embedded slots: index/<prefix>-<n>/
+
+
+def payload_fields(kind: IndexKind) -> dict[str, PayloadType]:
+    """The payload fields the index of `kind` indexes."""
+    if kind == "memories":
+        return MEMORY_PAYLOAD
+    from project_ledger.code.search import CODE_PAYLOAD
+
+    return CODE_PAYLOAD
 
 
 def prepare_data_dir(paths: ProjectPaths) -> None:
@@ -196,7 +200,7 @@ class SearchIndexes:
             return None
         from project_ledger.search.edge_index import room_needed
 
-        return room_needed(self._paths.index_dir, PAYLOADS["memories"], SLOT_PREFIXES["memories"])
+        return room_needed(self._paths.index_dir, payload_fields("memories"), SLOT_PREFIXES["memories"])
 
     def _open_embedded(self, kind: IndexKind) -> SearchIndex:
         from project_ledger.search.edge_index import EdgeIndex
@@ -205,7 +209,7 @@ class SearchIndexes:
             index_dir=self._paths.index_dir,
             dim=self._embedders[kind].dim,
             embedder_identity=self._embedders[kind].identity,
-            payload=PAYLOADS[kind],
+            payload=payload_fields(kind),
             prefix=SLOT_PREFIXES[kind],
         )
 
@@ -219,7 +223,7 @@ class SearchIndexes:
             state_dir=self._paths.index_dir,
             dim=self._embedders[kind].dim,
             embedder_identity=self._embedders[kind].identity,
-            payload=PAYLOADS[kind],
+            payload=payload_fields(kind),
             location=location,
             owns_client=kind == "memories",  # the memory index closes the shared client, last
             create_options=collection_options(self._settings),
@@ -290,6 +294,12 @@ def open_code_service(
     indexes: SearchIndexes,
 ) -> CodeService:
     """The code index over the journal's database; its search points go to their own shard or collection."""
+    from project_ledger.code.indexer import CodeIndexer
+    from project_ledger.code.search import CodeSearch
+    from project_ledger.code.service import CodeService
+    from project_ledger.code.store import CodeStore
+    from project_ledger.code.watch_state import WATCH_STATE_NAME
+
     store = CodeStore(journal.path)
     indexer = CodeIndexer(
         root=paths.root,

@@ -7,7 +7,6 @@ per-process index slots make that safe. Data goes to stdout, logs to stderr;
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
@@ -20,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import click
 
+from project_ledger.cli.early_options import LOG_FORMAT
+from project_ledger.cli.main import exit_now
 from project_ledger.cli.progress import CountingWriter, counted_lines, progress_bars
 from project_ledger.cli.support import (
     NO_AUTH_HELP,
@@ -93,18 +94,7 @@ def main(ctx: click.Context, verbose: int, debug: bool) -> None:
     """A persistent, per-project memory for coding agents, served over MCP."""
     ctx.obj = {"debug": debug}
     level = [logging.WARNING, logging.INFO, logging.DEBUG][2 if debug else min(verbose, 2)]
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-def exit_now() -> None:
-    """End a stdio server whose client has gone, once its ledger is closed (journal and index written): without
-    tearing the interpreter down, which took 0.35-0.4 s here (the model's runtime, the worker threads) while the
-    client waited for the process to end (Claude Code's `claude -p` does, at its exit)."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(0)
+    logging.basicConfig(level=level, stream=sys.stderr, format=LOG_FORMAT)
 
 
 @main.command()

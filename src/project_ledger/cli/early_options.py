@@ -14,6 +14,7 @@ from pathlib import Path
 
 from project_ledger.project_root import DATA_DIR_NAME
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # stderr's, set by the CLI or by a hook working alone
 TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})  # pydantic's true spellings, in any case, unpadded (tests/test_config.py)
 
 

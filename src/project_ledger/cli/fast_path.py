@@ -1,12 +1,13 @@
 """The short way of a hook (and of `recall`): the project's running `serve` answers it over its local socket.
 
-A hook is a new process on every prompt. Loading the CLI, its settings and the services, then opening the journal
-and an index slot, is most of its time; a server already has all of them open. So before any of that is loaded,
+A hook is a new process on every prompt. Loading its settings and the services, then opening the journal and an
+index slot, is most of its time; a server already has all of them open. So before any of that is loaded,
 the hook finds the project's data directory (as `serve` finds the project), and, if a server listens there, sends
 it the event and prints its answer. The server handles it exactly as the hook would (`cli/serve_answers.py`), but
 only when it runs with the same `LEDGER_*` settings and serves the data directory the hook would have used;
 otherwise it declines. No server, a stale socket, a decline, a timeout or any failure on the way: the hook does
-the work itself, with its input as it was read.
+the work itself (`cli/hook_run.py`), with its input as it was read; click and the CLI's commands are loaded in
+neither case.
 
 `recall` takes the same way from inside its command, once its settings are read: the server's model is loaded
 already, which is most of a CLI recall's time. So does `remember`: the server's index is open and caught up for the
@@ -22,7 +23,6 @@ here would cost every hook.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -138,20 +138,22 @@ def _ledger_call(kind: str, data_dir: Path, arguments: dict[str, Any], timeout: 
     return answer
 
 
-def answer_from_server(args: list[str]) -> bool:
-    """Run `hook <args>` through the project's server: True when it answered (and its answer is printed). False
-    leaves the hook to the full CLI, with standard input as it was."""
+def hook_command(args: list[str]) -> bool:
+    """Run `hook <args>`: through the project's server, else alone (`cli/hook_run.py`), without the CLI in either case;
+    True once its answer is printed. False (help, a typo: anything but `hook CLIENT [--data-dir DIR]`) leaves it to the
+    full CLI."""
     parsed = hook_arguments(args)
     if parsed is None:
         return False
     try:
         raw = sys.stdin.buffer.read()
     except (OSError, ValueError, AttributeError):
-        return False
-    sys.stdin = io.TextIOWrapper(io.BytesIO(raw))  # the full hook reads the same input if no server answers
+        raw = b""  # the hook logs that its input was not JSON
     output = served_output(raw, *parsed, os.environ)
     if output is None:
-        return False
+        from project_ledger.cli.hook_run import run_alone
+
+        output = run_alone(raw, *parsed)
     emit(output)
     return True
 

@@ -2,7 +2,7 @@
 its local socket (`cli/fast_path.py` is the other side).
 
 While the agent's session is up, its `serve` has the journal, the index, the tokenizer and the model open. A hook
-sent here is handled by the same code as a hook that works alone (`cli/hooks.run_hook`), on the server's ledger,
+sent here is handled by the same code as a hook that works alone (`cli/hook_run.run_hook`), on the server's ledger,
 and the answer goes back once the journal write is committed; a recall or a remember is the ledger's own method,
 and a remember's answer, too, goes back only once its journal write is committed. The server
 declines (and the caller works alone) when it runs with other `LEDGER_*` settings than the caller, or when the
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from project_ledger.cli.hooks import Declined, run_hook
+from project_ledger.cli.hook_run import Declined, run_hook
 from project_ledger.errors import LedgerError
 from project_ledger.hooks.clients import HOOK_CLIENTS
 from project_ledger.local_socket import Listener, settings_fingerprint

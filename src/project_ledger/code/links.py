@@ -18,12 +18,14 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from project_ledger.code.rows import content_digest
-from project_ledger.code.store import CodeStore
 from project_ledger.errors import InvalidArgument
 from project_ledger.storage.journal import Anchor
 from project_ledger.text.text_signals import identifier_candidates
+
+if TYPE_CHECKING:  # the code index's store: the memory service imports this module, a hook with no code index too
+    from project_ledger.code.store import CodeStore
 
 MAX_TEXT_ANCHORS = 10
 MAX_HASHED_FILE_BYTES = 8 * 1024 * 1024
@@ -77,6 +79,8 @@ class CodeAnchors:
                 return cached[1]
             if stat.st_size > MAX_HASHED_FILE_BYTES or not os.path.isfile(self.root / path):
                 return None
+            from project_ledger.code.rows import content_digest  # with the code index's modules, on use
+
             digest = content_digest((self.root / path).read_bytes())
         except OSError:
             return None

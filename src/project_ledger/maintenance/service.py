@@ -13,13 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from project_ledger.code.indexer import ScanSummary
-from project_ledger.code.service import CodeService
-from project_ledger.code.store import CodeCounts
-from project_ledger.code.watch_state import WatchReport
-from project_ledger.code.watcher import CodeWatcher
 from project_ledger.config import IndexKind, ProjectPaths
 from project_ledger.errors import IndexUnavailable, InvalidArgument, StorageError
 from project_ledger.memory.service import LedgerService
@@ -28,6 +23,12 @@ from project_ledger.search.embedding import Embedder
 from project_ledger.search.index import Compactable, SearchIndex
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Counts, Journal
+
+if TYPE_CHECKING:  # the code index's modules load with the code service (`factory.open_code_service`): a hook has none
+    from project_ledger.code.indexer import ScanSummary
+    from project_ledger.code.service import CodeService
+    from project_ledger.code.store import CodeCounts
+    from project_ledger.code.watch_state import WatchReport
 
 Report = Callable[[str, int, int | None], None]
 """Progress: (step, done, total); total None while it is unknown."""
@@ -224,6 +225,8 @@ class MaintenanceService:
 
     def watcher_starts(self) -> bool:
         """Start a file watcher on the tree, as a server does, and stop it again: whether it ran."""
+        from project_ledger.code.watcher import CodeWatcher
+
         code = self._require_code()
         watcher = CodeWatcher(self.paths.root, code.indexer)
         watcher.start()

@@ -17,10 +17,9 @@ import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from project_ledger.code.links import CodeAnchors
-from project_ledger.code.service import CodeService
 from project_ledger.config import ProjectPaths
 from project_ledger.errors import IndexUnavailable, InvalidArgument, MemoryForgotten
 from project_ledger.memory.browsing import MemoryBrowser
@@ -60,6 +59,9 @@ from project_ledger.text.injection import looks_like_instructions
 from project_ledger.text.redaction import Scrubber
 from project_ledger.text.text_signals import content_words, specifics
 from project_ledger.text.tokens import AsJsonString, TokenCounter, handed_count
+
+if TYPE_CHECKING:  # the code index's modules load with the code service (`factory.open_code_service`): a hook has none
+    from project_ledger.code.service import CodeService
 
 log = logging.getLogger(__name__)
 
