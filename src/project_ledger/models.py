@@ -60,8 +60,13 @@ def _to_the_minute(value: str | None, info: SerializationInfo) -> str | None:
     return value
 
 
-def _two_places(value: float | None, info: SerializationInfo) -> float | None:
-    return round(value, 2) if value is not None and info.context == FOR_MODEL else value
+def _two_places(value: float | None, info: SerializationInfo) -> float | int | None:
+    """A score as handed to a model: two places, and a whole one as an integer, as a JavaScript client (Claude Code)
+    re-serialises it (`1`, not `1.0`, whose `.0` would be counted and never handed)."""
+    if value is None or info.context != FOR_MODEL:
+        return value
+    shown = round(value, 2)
+    return int(shown) if shown.is_integer() else shown
 
 
 @functools.cache  # read at every result a tool hands over; a record type's fields never change
