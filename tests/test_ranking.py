@@ -390,3 +390,12 @@ def test_a_question_or_log_line_far_below_the_best_result_is_left_out_and_one_ne
     ]
     assert PARAMS.echo_margin == 1.0
     assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["d1", "t3"]
+
+
+def test_a_turn_stating_a_fact_of_its_own_before_a_decision_on_a_neighbouring_topic_is_not_its_source() -> None:
+    kept = ranked_as([
+        said("t1", "Gateway calls time out after 10 seconds (connect plus read, per call), and a timeout is retried like "
+             "a 5xx. I set TIMEOUT_SECONDS = 10 in billing/gateway.py.", age_days=0.005, session="s1"),
+        said("d2", "Payment gateway client retries: at most 3 attempts, on HTTP 5xx, timeouts and 429.", "decision"),
+    ])  # fmt: skip
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t1", "d2"]

@@ -46,6 +46,9 @@ RESTATED_WORDS = 4
 TYPED_KINDS = frozenset({"decision", "definition", "constraint"})  # what holds until replaced
 ECHO_ACTS = frozenset({"question", "acknowledgement", "log"})  # what the conversation says about itself, not the project
 RECORDED_WITHIN = 15 * 60.0  # seconds: a turn said this shortly before a memory written down on its topic is its source
+# ... and a third of whose content words are in it: "We decided the retry policy for the gateway client." is a source
+# of the retry decision; "Gateway calls time out after 10 seconds ..., and a timeout is retried" says a fact of its own.
+RECORDED_SHARE = 1 / 3
 
 
 # What a candidate's score is made of, each a number the weights of `RankingParams.weights` multiply. A list place is
@@ -417,21 +420,23 @@ def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> l
 def _recorded_from(ranked: Sequence[Ranked]) -> dict[str, str]:
     """{turn id: id of the memory written down from it}: a decision, definition or constraint written down on purpose,
     and a turn said at most `RECORDED_WITHIN` before it, in its session (or any, when the agent gave it none), that
-    shares two of its content words or more ("We decided the retry policy for the gateway client. Remember it."
-    before the decision the agent stored)."""
+    shares two of its content words or more, and `RECORDED_SHARE` of them ("We decided the retry policy for the
+    gateway client. Remember it." before the decision the agent stored)."""
     written = [r.memory for r in ranked if r.memory.kind in TYPED_KINDS and "captured" not in r.memory.tags]
     found: dict[str, str] = {}
     for r in ranked:
         turn = r.memory
         if turn.kind != "turn":
             continue
+        said = content_words(turn.text)
         for memory in written:
             same = memory.session is None or memory.session == turn.session
             if (
                 same
                 and turn.created_at <= memory.created_at
                 and _seconds_between(turn, memory) <= RECORDED_WITHIN
-                and len(content_words(turn.text) & content_words(memory.text)) >= 2
+                and len(shared := said & content_words(memory.text)) >= 2
+                and len(shared) >= RECORDED_SHARE * len(said)
             ):
                 found[turn.id] = memory.id
                 break
