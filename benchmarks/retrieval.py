@@ -233,8 +233,8 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     listed = {hit.seq for c, hits in zip(candidates, sparse, strict=True) for hit in (*c.dense, *hits)}
     memories = ledger.journal.get_by_seqs(sorted(listed | {n for near in around.values() for n in near}))
     neighbours = [
-        admitted_neighbours({hit.seq: around[hit.seq] for hit in hits if hit.seq in around}, memories, where)
-        for hits, where in zip(sparse, wheres, strict=True)
+        admitted_neighbours({hit.seq: around[hit.seq] for hit in hits if hit.seq in around}, memories, where, asked=text)
+        for hits, where, text in zip(sparse, wheres, texts, strict=True)
     ]
     considered = [
         sorted(({hit.seq for hit in (*c.dense, *hits)} | {n for near in nb.values() for n in near}) & memories.keys())

@@ -399,3 +399,27 @@ def test_a_turn_stating_a_fact_of_its_own_before_a_decision_on_a_neighbouring_to
         said("d2", "Payment gateway client retries: at most 3 attempts, on HTTP 5xx, timeouts and 429.", "decision"),
     ])  # fmt: skip
     assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t1", "d2"]
+
+
+def test_the_agents_report_of_a_decision_it_just_wrote_down_and_the_long_request_that_led_to_it_follow_it() -> None:
+    kept = ranked_as([
+        said("t1", "The gateway client retries every error three times with a fixed one-second sleep. Let's decide the "
+             "retry policy for the payment gateway client properly.", age_days=0.006, session="s1"),
+        said("t2", "Recorded the retry decision and implemented it: charge() now retries only 5xx and timeouts, "
+             "sleeping 0.5 s, 1 s, 2 s between at most 4 attempts.", age_days=0.004, session="s1"),
+        said("t3", "Lunch is at noon, and the office closes early on Friday.", age_days=0.004, session="s1"),
+        said("d4", "Payment gateway client retries: exponential backoff from 0.5 s, doubling, at most 4 attempts, "
+             "only on HTTP 5xx and timeouts.", "decision", age_days=0.005),
+    ])  # fmt: skip
+    assert [item.memory.id for item in arrange(kept, {}, PARAMS)] == ["t3", "d4", "t1", "t2"]
+
+
+def test_a_copy_of_the_question_lends_its_neighbours_nothing() -> None:
+    memories = {
+        1: said("t1", "Added late_fee() in billing/invoices.py with its cap and start day; 15 tests pass."),
+        2: said("t2", "What did we decide about representing money in billing?"),
+        3: said("t3", "Amounts are integer cents everywhere in billing, never floats."),
+    }
+    around = {2: [1], 3: [1]}
+    assert admitted_neighbours(around, memories, SearchFilter(), asked="what did we decide about representing money in billing") == {3: [1]}
+    assert admitted_neighbours(around, memories, SearchFilter()) == {2: [1], 3: [1]}

@@ -45,9 +45,10 @@ PLACE = 10  # a list place's signal is PLACE / (PLACE + place): the top few of e
 RESTATED_WORDS = 4
 TYPED_KINDS = frozenset({"decision", "definition", "constraint"})  # what holds until replaced
 ECHO_ACTS = frozenset({"question", "acknowledgement", "log"})  # what the conversation says about itself, not the project
-RECORDED_WITHIN = 15 * 60.0  # seconds: a turn said this shortly before a memory written down on its topic is its source
-# ... and a third of whose content words are in it: "We decided the retry policy for the gateway client." is a source
-# of the retry decision; "Gateway calls time out after 10 seconds ..., and a timeout is retried" says a fact of its own.
+RECORDED_WITHIN = 15 * 60.0  # seconds: a turn said this shortly before or after a memory written down on its topic ...
+# ... and a third of whose content words are in it (or `RESTATED_WORDS` of them) is its source or its report: "We
+# decided the retry policy for the gateway client." is; "Gateway calls time out after 10 seconds ..., and a timeout
+# is retried like a 5xx", said before the retry decision and sharing three of its 17 words, states a fact of its own.
 RECORDED_SHARE = 1 / 3
 
 
@@ -155,15 +156,24 @@ def outdated_turns(
 
 
 def admitted_neighbours(
-    neighbours: Mapping[int, Sequence[int]], memories: Mapping[int, Memory], where: SearchFilter
+    neighbours: Mapping[int, Sequence[int]], memories: Mapping[int, Memory], where: SearchFilter, asked: str | None = None
 ) -> dict[int, list[int]]:
     """The neighbouring turns (`Journal.neighbours`) the search's filter lets in: only they may join the
     candidates. A turn outside the asked kinds, tags or time window, superseded or forgotten, lends no score
-    and borrows none. Nor does a tool's log line lend any (`memories` holds the lending hits too): the path it
-    names ("[tool] Edit: billing/money.py") matches a question on money, and says nothing of what was said around it."""
+    and borrows none. `memories` holds the lending hits too, and two of them lend nothing:
+
+    - a tool's log line: the path it names ("[tool] Edit: billing/money.py") matches a question on money, and says
+      nothing of what was said around it;
+    - a copy of the question (`asked`, as `arrange` compares it), such as the prompt the prompt hook stored just
+      before this search: it matches the query best of all, and would lift whatever the agent said last before it.
+    """
+    echo = wording(asked) if asked else None
     kept: dict[int, list[int]] = {}
     for seq, around in neighbours.items():
-        if seq in memories and dialogue_act(memories[seq].text) in ("log", "plumbing"):
+        lender = memories.get(seq)
+        if lender is not None and (
+            dialogue_act(lender.text) in ("log", "plumbing") or (echo and _said(lender) and wording(lender.text) == echo)
+        ):
             continue
         if inside := [n for n in around if n in memories and _admits(where, memories[n])]:
             kept[seq] = inside
@@ -380,7 +390,8 @@ def arrange(ranked: Sequence[Ranked], parent_of: Mapping[str, str], params: Rank
       and its turn, which goes: the memory is the sentence that answers, and `recall(expand=true)` leads back to
       the turn. A turn, or a captured sentence, that restates a decision, definition or constraint written down
       on purpose among the results (most of its content words are in it) follows it; so does a turn of the same
-      session, on its topic, said shortly before it was written down: what it was recorded from.
+      session, on its topic, said shortly before or after it was written down: what it was recorded from, or the
+      report of it.
     - Turns that say the same words (a prompt sent again, "run the tests and fix what fails") are one result:
       the newest, in the better place.
     - An acknowledgement ("ok", "thanks", "Same as before.") comes after everything else: it answers nothing.
@@ -418,10 +429,12 @@ def _captured_first(ranked: Sequence[Ranked], parent_of: Mapping[str, str]) -> l
 
 
 def _recorded_from(ranked: Sequence[Ranked]) -> dict[str, str]:
-    """{turn id: id of the memory written down from it}: a decision, definition or constraint written down on purpose,
-    and a turn said at most `RECORDED_WITHIN` before it, in its session (or any, when the agent gave it none), that
-    shares two of its content words or more, and `RECORDED_SHARE` of them ("We decided the retry policy for the
-    gateway client. Remember it." before the decision the agent stored)."""
+    """{turn id: id of the memory written down on its topic}: a decision, definition or constraint written down on
+    purpose, and a turn said at most `RECORDED_WITHIN` before or after it, in its session (or any, when the agent gave
+    it none), that shares two of its content words or more, and `RECORDED_SHARE` of them or `RESTATED_WORDS`. Before
+    it: what it was recorded from ("Let's decide the retry policy for the payment gateway client properly.", the
+    proposal the user agreed to); after it: the agent's report of what it recorded and did ("Recorded the retry
+    decision and implemented it: `charge()` now retries only 5xx and timeouts, ...")."""
     written = [r.memory for r in ranked if r.memory.kind in TYPED_KINDS and "captured" not in r.memory.tags]
     found: dict[str, str] = {}
     for r in ranked:
@@ -433,10 +446,9 @@ def _recorded_from(ranked: Sequence[Ranked]) -> dict[str, str]:
             same = memory.session is None or memory.session == turn.session
             if (
                 same
-                and turn.created_at <= memory.created_at
-                and _seconds_between(turn, memory) <= RECORDED_WITHIN
+                and abs(_seconds_between(turn, memory)) <= RECORDED_WITHIN
                 and len(shared := said & content_words(memory.text)) >= 2
-                and len(shared) >= RECORDED_SHARE * len(said)
+                and (len(shared) >= RECORDED_SHARE * len(said) or len(shared) >= RESTATED_WORDS)
             ):
                 found[turn.id] = memory.id
                 break

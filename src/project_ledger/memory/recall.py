@@ -259,7 +259,7 @@ class Recall:
         if share := fusion.neighbour_share:  # turns next to BM25 hits share their score (and may join)
             around = self.journal.neighbours([hit.seq for hit in found.sparse])
             fetched |= self.journal.get_by_seqs(sorted(({seq for near in around.values() for seq in near} | around.keys()) - fetched.keys()))
-            nearby = admitted_neighbours(around, fetched, where)
+            nearby = admitted_neighbours(around, fetched, where, asked=query)
             found = with_neighbours(found, nearby, share)
         listed = {hit.seq for hit in (*found.dense, *found.sparse)}
         memories = {seq: fetched[seq] for seq in listed & fetched.keys()}
