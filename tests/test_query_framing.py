@@ -29,3 +29,4 @@ def test_what_someone_else_decided_is_the_topic_and_a_bare_framing_is_kept_whole
     assert topic("What did Caroline decide to do after the move?") == "What did Caroline decide to do after the move?"
     assert topic("What did we decide?") == "What did we decide?"  # nothing else to search for
     assert topic("what does 'settled' mean for us?") == "what does 'settled' mean for us?"
+    assert topic("Did we opt out of telemetry in the landing page?") == "Did we opt out of telemetry in the landing page?"

@@ -14,7 +14,8 @@ import re
 from project_ledger.text.text_signals import searchable_words
 
 _ADVERB = r"(?:just|finally|already|ever|originally|initially|first|last|actually)\s+"
-_VERB = r"(?:decid|agree|settl|chos|choos|pick|opt|land|end(?:ed)? up|go(?:ne)? with|went with)\w*"
+# Whole verb forms: "opt" or "land" would take the topic of "did we opt out of telemetry" or "a landing page".
+_VERB = r"(?:decided|decide|agreed|agree|settled|settle|chose|chosen|choose|picked|pick|ended up|end up|went with|gone with|go with)"
 _AFTER = r"(?:\s+(?:on|upon|about|for|with|to))?"
 # Each alternative is a fixed sequence of bounded parts: matched in time linear in the query's length.
 _FRAMING = re.compile(
