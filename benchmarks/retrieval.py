@@ -49,6 +49,7 @@ from project_ledger.memory.validation import parse_moment
 from project_ledger.models import Memory
 from project_ledger.search.fusion import fuse, with_neighbours
 from project_ledger.search.index import Candidates, Hit, SearchFilter
+from project_ledger.text.query_framing import topic
 from project_ledger.search.tuning import CandidateParams, FusionParams, RankingParams
 from project_ledger.text.text_signals import content_words, exact_terms, specifics
 from project_ledger.text.time_words import asks_for_time
@@ -219,14 +220,15 @@ class Pools:
 def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFilter]) -> Pools:
     embedder = ledger.sync.embedder
     vectors = [embedder.embed_query(text).tolist() for text in texts]
-    candidates = [ledger.gateway.candidates(text, v, where, POOL) for text, v, where in zip(texts, vectors, wheres, strict=True)]
+    terms = [ledger.gateway.terms(topic(text)) for text in texts]  # as `Recall.retrieve` asks
+    candidates = [ledger.gateway.search(t, v, where, POOL) for t, v, where in zip(terms, vectors, wheres, strict=True)]
     fusion = RankingParams().fusion
     firsts = ledger.journal.get_by_seqs(sorted({hit.seq for c in candidates for hit in c.sparse[: fusion.feedback_hits]}))
     widened = [
-        ledger.gateway.widened(ledger.gateway.terms(text), [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
+        ledger.gateway.widened(t, [firsts[hit.seq].text for hit in c.sparse[: fusion.feedback_hits]], where, POOL, fusion)
         if fusion.feedback_hits and c.sparse
         else None
-        for text, c, where in zip(texts, candidates, wheres, strict=True)
+        for t, c, where in zip(terms, candidates, wheres, strict=True)
     ]
     sparse = [[*c.sparse, *(wide or [])] for c, wide in zip(candidates, widened, strict=True)]  # either list may be ranked
     around = ledger.journal.neighbours(sorted({hit.seq for hits in sparse for hit in hits}))
@@ -242,8 +244,8 @@ def pools(ledger: LedgerService, texts: Sequence[str], wheres: Sequence[SearchFi
     ]
     cosines = [ledger.gateway.cosines(v, these) for v, these in zip(vectors, considered, strict=True)]
     lexical = [
-        ledger.gateway.coverage(ledger.gateway.terms(text), {seq: memories[seq].text for seq in these if seq in memories})
-        for text, these in zip(texts, considered, strict=True)
+        ledger.gateway.coverage(t, {seq: memories[seq].text for seq in these if seq in memories})
+        for t, these in zip(terms, considered, strict=True)
     ]
     stored = ledger.journal.get_by_seqs(list(range(1, 100_000)))
     seq_of = {m.id: seq for seq, m in stored.items()}

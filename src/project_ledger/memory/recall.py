@@ -28,6 +28,7 @@ from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
 from project_ledger.storage.search_gateway import SearchGateway
 from project_ledger.text.excerpt import excerpt
+from project_ledger.text.query_framing import topic
 from project_ledger.text.text_signals import exact_terms, searchable_words, wording
 from project_ledger.text.time_words import asks_for_time
 from project_ledger.text.tokens import AsJsonString, TokenCounter, handed_count
@@ -247,7 +248,7 @@ class Recall:
             notes.append(f"BM25 only: the embedding model is {embedder.state}" + (f" ({embedder.detail})" if embedder.detail else ""))
         fusion = self.params.fusion
         limit = max(fusion.candidates, k)
-        terms = self.gateway.terms(query)
+        terms = self.gateway.terms(topic(query))  # a question's first-person framing is no term ("what did we decide")
         found = self.gateway.search(terms, dense, where, limit)
         fetched: dict[int, Memory] = {}
         if fusion.feedback_hits and found.sparse:  # a second BM25 search, widened with the words its best hits share

@@ -14,7 +14,6 @@ from project_ledger.search.sparse import SparseVec
 from project_ledger.search.tuning import CandidateParams
 from project_ledger.storage.index_sync import IndexSync
 from project_ledger.storage.journal import Journal
-from project_ledger.text.query_framing import topic
 
 
 class SearchGateway:
@@ -23,9 +22,8 @@ class SearchGateway:
         self._journal = journal
 
     def terms(self, query: str) -> SparseVec:
-        """The query's BM25 terms, once per question: its searches and coverage all take them. Its first-person
-        framing ("what did we decide about") is no term (`text/query_framing.py`)."""
-        return self._sync.encoder().query(topic(query))
+        """The query's BM25 terms, once per question: its searches and coverage all take them."""
+        return self._sync.encoder().query(query)
 
     def candidates(self, query: str, dense: list[float] | None, where: SearchFilter, limit: int) -> Candidates:
         """`search` for the terms of `query`."""
@@ -37,7 +35,16 @@ class SearchGateway:
         Any failure of the backend (a Qdrant server that stopped answering, a shard on a full disk) is
         `IndexUnavailable`: searches say so, and a write's near-duplicate check is skipped rather than failing it.
         """
-        return self._search(dense, terms, where, limit)
+        try:
+            with self._sync.caught_up() as index:
+                return index.candidates(dense, terms, where.conditions(), limit)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            raise IndexUnavailable(
+                f"the search index failed ({type(exc).__name__}: {exc}); the journal is intact, and the index catches up "
+                "when it answers again"
+            ) from exc
 
     def widened(self, terms: SparseVec, top: list[str], where: SearchFilter, limit: int, params: CandidateParams) -> list[Hit] | None:
         """The BM25 hits of the query's `terms` widened with the words the texts of its best hits share
@@ -47,19 +54,7 @@ class SearchGateway:
         wanted = with_feedback(terms, hits, params.feedback_terms, params.feedback_weight)
         if len(wanted.indices) == len(terms.indices):
             return None
-        return self._search(None, wanted, where, limit).sparse
-
-    def _search(self, dense: list[float] | None, sparse: SparseVec, where: SearchFilter, limit: int) -> Candidates:
-        try:
-            with self._sync.caught_up() as index:
-                return index.candidates(dense, sparse, where.conditions(), limit)
-        except LedgerError:
-            raise
-        except Exception as exc:
-            raise IndexUnavailable(
-                f"the search index failed ({type(exc).__name__}: {exc}); the journal is intact, and the index catches up "
-                "when it answers again"
-            ) from exc
+        return self.search(wanted, None, where, limit).sparse
 
     def cosines(self, query: list[float], seqs: list[int]) -> dict[int, float]:
         """The cosine similarity of `query` (a dense vector) to each of these memories' stored vectors; memories
