@@ -85,7 +85,7 @@ def served_output(raw: bytes, client: str, option: Path | None, environ: Mapping
         return None
     fingerprint = settings_fingerprint(environ)
     adapter = HOOK_CLIENTS[client]
-    start = adapter.start_of(payload) if adapter.keeps_start_pack else None
+    start = adapter.start_of(payload)  # None for a client that keeps no pack
     if start is not None and (output := session_start(*start, data_dir, fingerprint)) is not None:
         elapsed = round((time.perf_counter() - started) * 1000)
         how = "kept" if output else "kept handed-before"

@@ -120,7 +120,7 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
             )
             conversation = Conversation(ledger, params, open_index)
             # The session-start pack is kept for the next start (`start_pack`): read what it is made from first.
-            if client.keeps_start_pack and client.start_of(payload) is not None:
+            if client.start_of(payload) is not None:
                 pack_source = _pack_source(ledger)
             outcome = conversation.handle(event)
             if pack_source is not None and outcome.context:
@@ -143,7 +143,7 @@ def run_hook(raw: bytes, data_dir_option: Path | None, client_name: str, opener:
         if isinstance(exc, KeyboardInterrupt):
             details.append("interrupted")
     if data_dir is None:  # input too broken to name its project: the client runs hooks in the project's folder
-        data_dir = _data_dir_here()
+        data_dir = _data_dir_in(here or Path.cwd())
     elapsed = round((time.perf_counter() - started) * 1000)
     served = opener is not opened_here  # answered by the running server, over its socket
     log_hook(data_dir, HookRun(state, name, str(session), elapsed, served, " ".join(details)))
@@ -160,10 +160,11 @@ def _pack_source(ledger: LedgerService) -> dict[str, Any] | None:
     return made_from(ledger.paths, settings_fingerprint(os.environ))
 
 
-def _data_dir_here() -> Path | None:
+def _data_dir_in(folder: Path) -> Path | None:
+    """The data directory of the project the hook ran in (a server answering it runs elsewhere)."""
     try:
         from project_ledger.config import resolve_paths
 
-        return resolve_paths(hook_settings(None), Path.cwd()).data_dir
+        return resolve_paths(hook_settings(None), folder).data_dir
     except Exception:  # noqa: BLE001 - only for the log line's place
         return None

@@ -29,3 +29,9 @@ class HookEvent:
     agent_transcript: Path | None = None  # SubagentStop, where the client names the subagent's own transcript
     reply: str | None = None  # the agent's message, where the client hands it over instead of a transcript to read
     rolls_gist: bool = False  # the event closes a stretch of the session: its gist is written or rolled forward
+
+    @property
+    def reply_transcript(self) -> Path | None:
+        """Where the agent's reply is read from: a subagent's own transcript when the client names it, else the
+        session's."""
+        return self.agent_transcript if self.name == "SubagentStop" and self.agent_transcript else self.transcript

@@ -67,7 +67,7 @@ class Conversation:
         if event.name == "UserPromptSubmit":
             return self.prompt(event)
         outcome = Outcome()
-        transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
+        transcript = event.reply_transcript
         if event.name == "SubagentStop" and transcript is not None and not transcript.exists():
             outcome.notes.append("the subagent left no transcript")  # a compaction's summarizer writes none (2.1.332)
         elif self.params.record:
@@ -83,7 +83,7 @@ class Conversation:
             if not event.reply.strip():
                 return 0
             return int(self.ledger.remember(event.reply, kind="turn", session=event.session, role="assistant").created)
-        transcript = event.agent_transcript if event.name == "SubagentStop" and event.agent_transcript else event.transcript
+        transcript = event.reply_transcript
         return self.record(event.session, transcript, roles=("assistant",)) if transcript is not None else 0
 
     def session_start(self, event: HookEvent) -> Outcome:

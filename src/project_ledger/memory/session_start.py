@@ -66,19 +66,24 @@ class SessionStartPack:
         tenth of a second or more (on the way to the `initialize` answer; more than the rest of `status`)."""
         forgets = self.journal.forget_count()
         sections = self._sections()
-        if (cached := self.cache.get(cache_key(sections, self.cap))) is not None:
+        key = cache_key(sections, self.cap)
+        if (cached := self.cache.get(key)) is not None:
             return cached.text, cached.truncated
         if not (bound := assemble(sections, self.cap, TokenBound())).truncated:
             return bound.text, False  # it fits by a count never below the encoding's, so nothing is cut
-        pack = self._pack(sections, forgets)
+        pack = self._assembled(sections, key, forgets)
         return pack.text, pack.truncated
 
     def _pack(self, sections: list[PackSection], forgets: int) -> Pack:
-        """The pack of `sections`, from the cache or assembled and cached (unless something was forgotten since
-        `forgets` was read: a forget meanwhile may have erased text this pack quotes)."""
+        """The pack of `sections`, from the cache or assembled and cached."""
         key = cache_key(sections, self.cap)
         if (cached := self.cache.get(key)) is not None:
             return cached
+        return self._assembled(sections, key, forgets)
+
+    def _assembled(self, sections: list[PackSection], key: str, forgets: int) -> Pack:
+        """The pack of `sections` assembled, and cached under `key` unless something was forgotten since `forgets` was
+        read (a forget meanwhile may have erased text this pack quotes)."""
         pack = assemble(sections, self.cap, self.tokens)
         if self.journal.forget_count() == forgets:
             self.cache.put(key, pack)

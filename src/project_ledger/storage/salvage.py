@@ -165,7 +165,8 @@ def _read(db: sqlite3.Connection, path: Path, found: Salvaged) -> dict[int, Mapp
     rows: dict[int, Mapping[str, Any]] = {}
     # Seqs are handed out in order and never reused, so none is larger than the file has bytes: a garbled index
     # holding a huge number does not make this loop run for ever.
-    top = max((seq for seq in known if 0 < seq <= path.stat().st_size), default=0)
+    size = path.stat().st_size
+    top = max((seq for seq in known if 0 < seq <= size), default=0)
     for seq in range(1, top + 1):
         try:
             row = db.execute("SELECT * FROM memories WHERE seq = ?", (seq,)).fetchone()

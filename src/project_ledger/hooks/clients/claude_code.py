@@ -16,8 +16,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from project_ledger.hooks.clients.base import ClientHooks, command_groups, group_runs, input_object, optional_text, required_text
-from project_ledger.hooks.event import EVENTS, HookEvent, HookInputError
+from project_ledger.hooks.clients.base import (
+    ClientHooks,
+    command_groups,
+    group_runs,
+    handled_event,
+    input_object,
+    optional_text,
+    required_text,
+)
+from project_ledger.hooks.event import EVENTS, HookEvent
 
 TIMEOUT_SECONDS = 10
 
@@ -25,9 +33,8 @@ TIMEOUT_SECONDS = 10
 def parse_event(payload: Any) -> HookEvent:
     """The hook input as documented; anything else is `HookInputError`, naming what is wrong."""
     payload = input_object(payload)
-    name, session, cwd = required_text(payload, "hook_event_name"), required_text(payload, "session_id"), required_text(payload, "cwd")
-    if name not in EVENTS:
-        raise HookInputError(f"hook event {name!r} is not handled; configure the ledger's hook for {', '.join(EVENTS)}")
+    name = handled_event(payload, "hook_event_name", EVENTS, "Claude Code")
+    session, cwd = required_text(payload, "session_id"), required_text(payload, "cwd")
     transcript, agent = optional_text(payload, "transcript_path"), optional_text(payload, "agent_transcript_path")
     return HookEvent(
         name=name,
@@ -106,7 +113,7 @@ class ClaudeCode(ClientHooks):
 
 def settings_files(root: Path, home: Path) -> list[Path]:
     """The files Claude Code reads hooks from for a session in `root`, the user's first."""
-    return [home / ".claude" / "settings.json", root / ".claude" / "settings.json", root / ".claude" / "settings.local.json"]
+    return [home / ".claude" / "settings.json", *reversed(ClaudeCode().config_files(root))]
 
 
 def ledger_hook_events(root: Path, home: Path) -> frozenset[str]:
