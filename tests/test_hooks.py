@@ -365,6 +365,18 @@ def test_cursor_hooks_record_the_conversation_and_never_block_it(project: Projec
     assert f"installed in {project.root / '.cursor' / 'hooks.json'};" in doctor["hooks"]["detail"]
 
 
+def test_doctor_names_only_the_files_of_the_client_whose_hooks_are_incomplete(project: Project) -> None:
+    cli(project, "config", "claude-code", "--hooks", "--write")
+    cli(project, "config", "cursor", "--hooks", "--write")
+    cursor_file = project.root / ".cursor" / "hooks.json"
+    document = json.loads(cursor_file.read_text())
+    del document["hooks"]["stop"]
+    cursor_file.write_text(json.dumps(document))
+    doctor = {finding["check"]: finding for finding in json.loads(run_cli(project, "doctor", "--json").stdout)}
+    assert doctor["hooks"]["state"] == "warning"
+    assert doctor["hooks"]["detail"].startswith(f"installed in {cursor_file} but not for stop;")
+
+
 def windsurf_hook(project: Project, payload: dict[str, Any], cwd: Path) -> subprocess.CompletedProcess[str]:
     completed = subprocess.run(
         [EXECUTABLE, "hook", "windsurf"], input=json.dumps(payload), capture_output=True, text=True,

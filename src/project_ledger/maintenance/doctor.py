@@ -66,18 +66,20 @@ def _context(path: Path) -> Finding:
 def _hooks(root: Path, data_dir: Path) -> Finding:
     """Whether a client's hooks file runs the ledger's hook on each of the client's events, and how its last run
     went."""
-    where: list[str] = []
+    where: list[str] = []  # every client's files that run the hook
     for client in HOOK_CLIENTS.values():
         events: set[str] = set()
+        ours: list[str] = []  # this client's
         for path in client.config_files(root):
             try:
                 found = client.hooked_events(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):  # absent, or not JSON: not ours to judge
                 continue
             events |= found
-            where.extend([str(path)] if found else [])
+            ours.extend([str(path)] if found else [])
+        where += ours
         if events and (missing := [event for event in client.events if event not in events]):
-            detail = f"installed in {', '.join(where)} but not for {', '.join(missing)}; rerun `config {client.name} --hooks --write`"
+            detail = f"installed in {', '.join(ours)} but not for {', '.join(missing)}; rerun `config {client.name} --hooks --write`"
             return Finding("hooks", "warning", detail)
     if not where:
         return Finding("hooks", "skipped", f"no client's hooks are installed; `project-ledger config CLIENT --hooks --write` "
