@@ -212,12 +212,9 @@ class CodeSearch:
             return embedder.embed_documents(texts)
         stored = self._store.stored_vectors(embedder.base_identity, hashes)
         fresh = [i for i, text_hash in enumerate(hashes) if text_hash not in stored]
-        out: dict[int, np.ndarray] = {}
-        for i, vector in zip(fresh, embedder.embed_documents([texts[i] for i in fresh]) if fresh else [], strict=True):
-            out[i] = vector
-        old = [i for i in range(len(texts)) if i not in out]
-        for i, vector in zip(old, embedder.from_base([from_array(stored[hashes[i]]) for i in old]), strict=True):
-            out[i] = vector
+        old = [i for i, text_hash in enumerate(hashes) if text_hash in stored]
+        out = dict(zip(fresh, embedder.embed_documents([texts[i] for i in fresh]) if fresh else [], strict=True))
+        out |= zip(old, embedder.from_base([from_array(stored[hashes[i]]) for i in old]), strict=True)
         return [out[i] for i in range(len(texts))]
 
     def _ready_index(self) -> SearchIndex:
