@@ -11,10 +11,10 @@ the first paragraphs of those docstrings or comments, on functions, methods, cla
 declarations outside tests (at least 20 characters, `@tags` left out); each one's answer is the symbol that
 carried it. A docstring often names other symbols ("Like `Console.print`, but ..."): the score shows what
 putting them first costs on questions that are not about them. Each tree is also scored without that step
-("ranked only"), and on each candidate list alone, for the comparison; and without the code adapter
-(`search/code_adapter.py`, trained by `training/`), on the bundled model's own vectors, as before it shipped
-(its vectors kept in the same data dir under their own identity). Last, the median time to a question's vector,
-with and without the adapter.
+("ranked only"), and on each candidate list alone, for the comparison; and without the code model
+(`search/code_model.py`, trained by `training/`), on the bundled model's vectors, as before it shipped (those
+kept in the same data dir under their own identity). Last, the median time to a question's vector and the symbol
+texts embedded per CPU second, with either model.
 """
 
 from __future__ import annotations
@@ -214,12 +214,12 @@ def variant(*, ranked_only: bool = False, fusion: FusionParams | None = None) ->
 
 @contextmanager
 def plain_model() -> Iterator[None]:
-    """The code index on the bundled model's own vectors, without the code adapter (the ranking before it)."""
+    """The code index on the bundled model's vectors, without the code model (the ranking before it)."""
     from project_ledger import factory
     from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
 
     shipped = factory.for_code
-    factory.for_code = lambda embedder: CodeEmbedder(embedder, adapted=False) if isinstance(embedder, OnnxEmbedder) else embedder
+    factory.for_code = lambda embedder: CodeEmbedder(embedder, trained=False) if isinstance(embedder, OnnxEmbedder) else embedder
     try:
         yield
     finally:
@@ -261,8 +261,8 @@ def asking(tree: HeldOut) -> Iterator[Callable[[], list[float]]]:
 
 
 def symbols_per_cpu_second(data_dir: Path, count: int = 256) -> tuple[float, float]:
-    """Symbol texts embedded per CPU second, without and with the code adapter (rounds of EMBED_BATCH, one thread,
-    three interleaved runs, medians): the adapter's cost, on whatever load the machine has."""
+    """Symbol texts embedded per CPU second by the bundled model and by the code model (rounds of EMBED_BATCH, one
+    thread, three interleaved runs, medians), on whatever load the machine has."""
     from project_ledger.code.search import EMBED_BATCH
     from project_ledger.code.store import CodeStore
     from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
@@ -270,8 +270,8 @@ def symbols_per_cpu_second(data_dir: Path, count: int = 256) -> tuple[float, flo
     store = CodeStore(data_dir / "journal.sqlite3")
     texts = [symbol.embed_text() for symbol in store.missing_vectors("no model", count)]  # one per distinct text
     store.close()
-    model = OnnxEmbedder(1)
-    ways = (CodeEmbedder(model, adapted=False), CodeEmbedder(model))
+    model = OnnxEmbedder(1, data_dir)
+    ways = (CodeEmbedder(model, trained=False), CodeEmbedder(model))
     rates: tuple[list[float], list[float]] = ([], [])
     for _ in range(3):
         for way, rate in zip(ways, rates, strict=True):
@@ -283,16 +283,16 @@ def symbols_per_cpu_second(data_dir: Path, count: int = 256) -> tuple[float, flo
     return statistics.median(rates[0]), statistics.median(rates[1])
 
 
-def query_vector_ms(questions: list[str]) -> tuple[float, float]:
-    """Median milliseconds to a `search_code` question's vector, without and with the code adapter (each on its own
-    model, one thread, so that no vector comes from the other's cache), the two interleaved."""
+def query_vector_ms(questions: list[str], data_dir: Path) -> tuple[float, float]:
+    """Median milliseconds to a `search_code` question's vector by the bundled model and by the code model (one
+    thread each), the two interleaved."""
     from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
 
-    plain, adapted = CodeEmbedder(OnnxEmbedder(1), adapted=False), CodeEmbedder(OnnxEmbedder(1))
-    plain.load(), adapted.load()
+    plain, trained = CodeEmbedder(OnnxEmbedder(1, data_dir), trained=False), CodeEmbedder(OnnxEmbedder(1, data_dir))
+    plain.load(), trained.load()
     times: tuple[list[float], list[float]] = ([], [])
     for question in questions:
-        for way, spent in zip((plain, adapted), times, strict=True):
+        for way, spent in zip((plain, trained), times, strict=True):
             started = time.perf_counter()
             way.embed_query(question)
             spent.append((time.perf_counter() - started) * 1000)
@@ -332,8 +332,10 @@ def main() -> None:
     args = parser.parse_args()
     load_before = common.load()
     rows = [
-        "| tree | language | questions | MRR@10, as shipped | without the code adapter | ranked only | dense list alone "
-        "| dense list alone, without the adapter | BM25 list alone |",
+        (
+            "| tree | language | questions | MRR@10, as shipped | with the bundled model (before) | ranked only | dense list alone "
+            "| dense list alone, bundled model | BM25 list alone |"
+        ),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     sweeps: dict[str, dict[FusionParams, list[float]]] = {}
@@ -366,12 +368,12 @@ def main() -> None:
         )
         log(rows[-1])
     asked = [q.text[:300] for tree in trees for q in tree.questions]
-    plain_ms, adapted_ms = query_vector_ms(asked)
-    plain_rate, adapted_rate = symbols_per_cpu_second(trees[0].data_dir)
+    plain_ms, trained_ms = query_vector_ms(asked, trees[0].data_dir)
+    plain_rate, trained_rate = symbols_per_cpu_second(trees[0].data_dir)
     speed = (
-        f"Query vector p50 (the {len(asked)} questions, one thread): {plain_ms:.1f} ms without the code adapter, "
-        f"{adapted_ms:.1f} ms with it. Symbol texts embedded per CPU second ({trees[0].label}, 256 texts, one thread, "
-        f"medians of 3): {plain_rate:.0f} without, {adapted_rate:.0f} with. Shipped fusion: {label(CODE_FUSION)}."
+        f"Query vector p50 (the {len(asked)} questions, one thread): {plain_ms:.1f} ms with the bundled model, "
+        f"{trained_ms:.1f} ms with the code model. Symbol texts embedded per CPU second ({trees[0].label}, 256 texts, one "
+        f"thread, medians of 3): {plain_rate:.0f} and {trained_rate:.0f}. Shipped fusion: {label(CODE_FUSION)}."
     )
     table = "\n".join([*rows, "", speed])
     if sweeps:

@@ -576,16 +576,15 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     assert {model: vector for _, model, vector in stored}[OFFLINE_IDENTITY] == memory_vectors[0][2]  # nothing lost
 
 
-async def test_an_index_embedded_before_the_code_adapter_gets_mapped_vectors_and_finds_symbols_by_meaning(project: Project) -> None:
-    """A ledger whose symbols were embedded by the bundled model alone (`CODE_IDENTITY`, before the code adapter
-    shipped) gets the adapter's vectors as the map of those (`CodeEmbedder.from_base`), keeps the plain ones, and
-    search_code answers by meaning through the new vectors."""
-    import numpy as np
-
+async def test_an_index_embedded_by_the_bundled_model_is_embedded_again_by_the_code_model_and_finds_by_meaning(
+    project: Project,
+) -> None:
+    """A ledger whose symbols were embedded by the bundled model (`CODE_IDENTITY`, before the code model shipped)
+    embeds them again under the code model's identity, keeps the old vectors, and search_code answers by meaning
+    through the new ones."""
     from project_ledger.code.rows import embed_hash
     from project_ledger.code.store import CodeStore
-    from project_ledger.search.code_adapter import load_adapter
-    from project_ledger.search.embedding import ADAPTED_IDENTITY, CODE_IDENTITY, OnnxEmbedder, to_bytes
+    from project_ledger.search.embedding import CODE_IDENTITY, TRAINED_CODE_IDENTITY, OnnxEmbedder, to_bytes
 
     copy_fixtures(project.root, ("python",))
     first = cli(project, "index", "--json")  # BM25 only: no vector yet
@@ -597,11 +596,10 @@ async def test_an_index_embedded_before_the_code_adapter_gets_mapped_vectors_and
     store.store_vectors(CODE_IDENTITY, [(s.id, embed_hash(t), to_bytes(v)) for s, t, v in zip(pending, texts, plain, strict=True)])
     store.close()
     assert cli(project, "index", "--embed", "--json")["embedded"] == len(pending)
-    stored = dict(journal_rows(project, f"SELECT embed_hash, vector FROM code_vectors WHERE model = '{ADAPTED_IDENTITY}'"))
-    expected = load_adapter().documents(plain)
-    for text, vector in zip(texts, expected, strict=True):
-        assert np.allclose(np.frombuffer(stored[embed_hash(text)], dtype=np.float32), vector, atol=1e-6)
-    assert len(journal_rows(project, f"SELECT 1 FROM code_vectors WHERE model = '{CODE_IDENTITY}'")) == len(pending)
+    trained = dict(journal_rows(project, f"SELECT embed_hash, vector FROM code_vectors WHERE model = '{TRAINED_CODE_IDENTITY}'"))
+    old = dict(journal_rows(project, f"SELECT embed_hash, vector FROM code_vectors WHERE model = '{CODE_IDENTITY}'"))
+    assert set(trained) == set(old) == {embed_hash(text) for text in texts}
+    assert all(trained[h] != old[h] for h in old)  # the code model's vectors, not copies
     async with connect(project) as ledger:
         await indexed(ledger)
 

@@ -29,13 +29,13 @@ from project_ledger.search.bundled_model import (
     prepared_model,
 )
 from project_ledger.search.embedding import (
-    ADAPTED_IDENTITY,
     CODE_IDENTITY,
     DEFAULT_MODEL,
     DOCUMENT_BATCH,
     INTEGER_UNFUSED,
     MEMORY_IDENTITY,
     OFFLINE_IDENTITY,
+    TRAINED_CODE_IDENTITY,
     CodeEmbedder,
     FastEmbedEmbedder,
     OnnxEmbedder,
@@ -230,8 +230,8 @@ def test_a_changed_model_file_is_refused_with_what_to_do() -> None:
 
 def test_code_symbols_get_their_own_identity_and_a_128_token_cut() -> None:
     model = shared_embedder()
-    assert for_code(model).identity == ADAPTED_IDENTITY != model.identity  # with the code adapter (test_code_adapter.py)
-    code = CodeEmbedder(model, adapted=False)  # the bundled model's own vectors, which the adapter maps
+    assert for_code(model).identity == TRAINED_CODE_IDENTITY != model.identity  # the code model (test_code_model.py)
+    code = CodeEmbedder(model, trained=False)  # the bundled model, as symbols were embedded before the code model
     assert code.identity == CODE_IDENTITY != model.identity
     texts = TEXTS[:8]  # all under 128 tokens: the cut changes nothing, so a symbol's vector is its text's query vector
     queries, symbols = np.array([model.embed_query(text) for text in texts]), np.array(code.embed_documents(texts))

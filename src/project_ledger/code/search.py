@@ -14,23 +14,20 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from project_ledger.code.naming import asks_about_tests, names_asked, spellings
 from project_ledger.code.rows import embed_hash
 from project_ledger.code.source_files import is_test_file
 from project_ledger.code.store import CodeStore, StoredSymbol, SymbolChange, named, scope
 from project_ledger.errors import IndexUnavailable
-from project_ledger.search.embedding import Embedder, Mapped, from_array, from_bytes, to_bytes
+from project_ledger.search.embedding import CodeEmbedder, Embedder, from_bytes, to_bytes
 from project_ledger.search.fusion import coverage, fuse, relevance, shifted
 from project_ledger.search.index import Candidates, Match, PayloadType, SearchIndex
 from project_ledger.search.process_memory import release_freed_memory
 from project_ledger.search.sparse import SparseEncoder, SparseVec
 from project_ledger.search.tuning import CODE_BM25_AVG_LEN, CODE_TEST_PENALTY, FusionParams
 from project_ledger.worker import Opening, RunAgain, Worker
-
-if TYPE_CHECKING:
-    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -187,8 +184,8 @@ class CodeSearch:
 
     def embed_some(self) -> int:
         """Embed one batch of symbols that have no vector yet; how many (0: none left, or no model)."""
-        if isinstance(self._embedder, Mapped):
-            self._embedder.settle()
+        if isinstance(self._embedder, CodeEmbedder) and self._embedder.state == "not-loaded" and self._store.rev_and_count()[1]:
+            self._embedder.settle()  # the code model's session, once there is code to search
         if self._embedder.state != "ready":
             return 0
         self._current_texts()
@@ -197,25 +194,12 @@ class CodeSearch:
             return 0
         texts = [symbol.embed_text() for symbol in pending]
         hashes = [embed_hash(text) for text in texts]
-        vectors = self._vectors(texts, hashes)
+        vectors = self._embedder.embed_documents(texts)
         self._store.store_vectors(
             self._embedder.identity,
             [(symbol.id, text_hash, to_bytes(vector)) for symbol, text_hash, vector in zip(pending, hashes, vectors, strict=True)],
         )
         return len(pending)
-
-    def _vectors(self, texts: list[str], hashes: list[str]) -> list[np.ndarray]:
-        """The texts' vectors: mapped from the vectors stored under the embedder's base identity where there are
-        some (`embedding.Mapped`), from the model for the rest."""
-        embedder = self._embedder
-        if not isinstance(embedder, Mapped) or embedder.base_identity is None:
-            return embedder.embed_documents(texts)
-        stored = self._store.stored_vectors(embedder.base_identity, hashes)
-        fresh = [i for i, text_hash in enumerate(hashes) if text_hash not in stored]
-        old = [i for i, text_hash in enumerate(hashes) if text_hash in stored]
-        out = dict(zip(fresh, embedder.embed_documents([texts[i] for i in fresh]) if fresh else [], strict=True))
-        out |= zip(old, embedder.from_base([from_array(stored[hashes[i]]) for i in old]), strict=True)
-        return [out[i] for i in range(len(texts))]
 
     def _ready_index(self) -> SearchIndex:
         if not self._worker.wait_opened(30):
@@ -293,6 +277,10 @@ class CodeSearch:
 
     def embedder_ready(self) -> bool:
         return self._embedder.state == "ready"
+
+    def embedder_failure(self) -> str | None:
+        """Why the model could not be loaded; None while it loads or is loaded."""
+        return self._embedder.detail if self._embedder.state == "failed" else None
 
     def pending_vectors(self) -> int:
         """Symbols without a vector. Counting takes tens of milliseconds on a large tree, and every

@@ -233,7 +233,10 @@ class CodeService:
         mode: RecallMode = "hybrid"
         if not self.search.embedder_ready():
             mode = "bm25-only"
-            notes.append("the embedding model is not loaded yet: ranked on exact words (BM25) only")
+            if failure := self.search.embedder_failure():
+                notes.append(f"the code model could not be loaded ({failure}): ranked on exact words (BM25) only")
+            else:
+                notes.append("the embedding model is not loaded yet: ranked on exact words (BM25) only")
         elif pending:
             notes.append(f"{pending} symbols are not embedded yet: those are found by exact words (BM25) only")
         return SearchCodeResult(results=results, mode=mode, note="; ".join(notes) or None)

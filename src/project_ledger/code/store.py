@@ -317,14 +317,6 @@ class CodeStore:
         )
         return [_symbol(row) for row in rows]
 
-    def stored_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
-        """The vectors stored for `model` of these text hashes (those it has)."""
-        if not hashes:
-            return {}
-        marks = ",".join("?" * len(hashes))
-        rows = self._read(f"SELECT embed_hash, vector FROM code_vectors WHERE model = ? AND embed_hash IN ({marks})", (model, *hashes))
-        return {row[0]: row[1] for row in rows}
-
     def count_missing_vectors(self, model: str) -> int:
         """Symbols without a vector for `model`, as they will be once `refresh_texts` has run: a store still under
         an earlier text version is counted by the hashes of the texts as they are now. Reads only, so that a status

@@ -214,7 +214,7 @@ class MaintenanceService:
         """Embed every symbol that has no vector yet; the model is loaded only if one lacks it. How many were
         embedded (0 as well when the model cannot load)."""
         search = self._require_code().search
-        if not search.pending_vectors() or not self._embedder.load():
+        if not search.pending_vectors() or not search.load_model():
             return 0
         return search.embed_all(lambda done, total: report("embedding symbols", done, total))
 

@@ -9,6 +9,9 @@ graph and the int8 token table, which the graph reads as external data and the e
 Both are checked against the hashes below at every load; a folder that fails the check is made again. Several
 processes may prepare at once: each writes a folder of its own and renames it into place, and the first rename
 wins. Preparing reads only installed files (no network).
+
+The code model (`code_model.py`) is the same graph with other weights in its encoder layers: a `Variant` of its
+own, prepared the same way into a folder of its own, with the same token table.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +62,25 @@ PREPARED_TABLE = "7dce394ff2261de8e2f31e10715227150a3d46e2a3e260a14429c6b1fbadf0
 PREPARED_NAME = f"minilm-int8-{OFFLINE_ONNX.sha256[:12]}-{PREPARED_GRAPH[:12]}"
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A model the embedder can run: where its prepared files go, the hash preparing must give, and its graph
+    before the rewrites (hash-checked by `source` itself). Every variant shares the bundled token table."""
+
+    name: str  # the prepared folder's name
+    graph_sha256: str
+    source: Callable[[], bytes]
+
+
+def shipped_graph() -> bytes:
+    source = OFFLINE_ONNX.path().read_bytes()
+    check(OFFLINE_ONNX, source)
+    return source
+
+
+BUNDLED = Variant(PREPARED_NAME, PREPARED_GRAPH, shipped_graph)
+
+
 def check(shipped: ShippedFile, content: bytes | None = None) -> None:
     """Raise unless the shipped file (or its `content`, already read) has the expected hash."""
     if content is None:
@@ -85,21 +108,19 @@ def edited(source: bytes) -> onnx.ModelProto:
     return model
 
 
-def prepare() -> tuple[bytes, bytes]:
+def prepare(variant: Variant = BUNDLED) -> tuple[bytes, bytes]:
     """The prepared graph and token table, from the hash-checked shipped model; raises RuntimeError if either is not
     the one this version of the ledger was tested with (the installed `onnx` wrote the graph otherwise)."""
     from onnx import TensorProto, external_data_helper
 
-    source = OFFLINE_ONNX.path().read_bytes()
-    check(OFFLINE_ONNX, source)
-    model = edited(source)
+    model = edited(variant.source())
     table = next(tensor for tensor in model.graph.initializer if tensor.name == TABLE)
     raw = table.raw_data
     external_data_helper.set_external_data(table, TABLE_FILE, offset=0, length=len(raw))
     table.ClearField("raw_data")
     table.data_location = TensorProto.EXTERNAL
     graph = model.SerializeToString()
-    for what, content, expected in (("graph", graph, PREPARED_GRAPH), ("token table", raw, PREPARED_TABLE)):
+    for what, content, expected in (("graph", graph, variant.graph_sha256), ("token table", raw, PREPARED_TABLE)):
         actual = hashlib.sha256(content).hexdigest()
         if actual != expected:
             raise RuntimeError(
@@ -138,27 +159,27 @@ def user_cache() -> Path | None:
     return base / "project-ledger"
 
 
-def prepared_model(fallback: Path) -> PreparedModel:
+def prepared_model(fallback: Path, variant: Variant = BUNDLED) -> PreparedModel:
     """The prepared model, made now if need be: in the user's cache folder, else in `fallback` (the ledger's data).
     Raises OSError when neither can be written, RuntimeError when a shipped or prepared file fails its hash."""
     cache = user_cache()
     if cache is not None:
         try:
-            return _prepared_in(cache / "models")
+            return _prepared_in(cache / "models", variant)
         except OSError:
             pass
-    return _prepared_in(fallback)
+    return _prepared_in(fallback, variant)
 
 
-def _prepared_in(parent: Path) -> PreparedModel:
-    prepared = PreparedModel(parent / PREPARED_NAME)
-    if _intact(prepared):
+def _prepared_in(parent: Path, variant: Variant) -> PreparedModel:
+    prepared = PreparedModel(parent / variant.name)
+    if _intact(prepared, variant):
         return prepared
     if prepared.folder.exists():  # damaged: set aside first, so that no process reads it half removed
         _remove(prepared.folder, parent)
-    graph, table = prepare()
+    graph, table = prepare(variant)
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{PREPARED_NAME}.", dir=parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{variant.name}.", dir=parent))
     try:
         for name, content in ((GRAPH_FILE, graph), (TABLE_FILE, table)):
             with (staging / name).open("wb") as handle:
@@ -168,15 +189,15 @@ def _prepared_in(parent: Path) -> PreparedModel:
         try:
             staging.rename(prepared.folder)
         except OSError:  # another process finished first
-            if not _intact(prepared):
+            if not _intact(prepared, variant):
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return prepared
 
 
-def _intact(prepared: PreparedModel) -> bool:
-    for path, expected in ((prepared.graph, PREPARED_GRAPH), (prepared.table, PREPARED_TABLE)):
+def _intact(prepared: PreparedModel, variant: Variant) -> bool:
+    for path, expected in ((prepared.graph, variant.graph_sha256), (prepared.table, PREPARED_TABLE)):
         try:
             with path.open("rb") as handle:
                 if hashlib.file_digest(handle, "sha256").hexdigest() != expected:
@@ -187,7 +208,7 @@ def _intact(prepared: PreparedModel) -> bool:
 
 
 def _remove(folder: Path, parent: Path) -> None:
-    aside = Path(tempfile.mkdtemp(prefix=f".{PREPARED_NAME}.damaged.", dir=parent))
+    aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.damaged.", dir=parent))
     try:
         folder.rename(aside / folder.name)
     except OSError:  # another process moved it already

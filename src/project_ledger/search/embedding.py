@@ -19,18 +19,20 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from project_ledger.search.bundled_model import (
+    BUNDLED,
     DEFAULT_MODEL,
     OFFLINE_ONNX,
     OFFLINE_TOKENIZER,
     TABLE,
     TABLE_SHAPE,
+    Variant,
     check,
     prepared_model,
 )
-from project_ledger.search.code_adapter import ADAPTER_SHA256, CodeAdapter, load_adapter
+from project_ledger.search.code_model import CODE_MODEL, CODE_MODEL_SHA256
 from project_ledger.search.process_memory import one_malloc_arena, release_freed_memory
 
 if TYPE_CHECKING:
@@ -62,8 +64,9 @@ OFFLINE_IDENTITY = f"{DEFAULT_MODEL}@int8-onnx-{OFFLINE_ONNX.sha256[:12]}"
 # are cut must change these, so that a ledger re-embeds in the background. A query's vector is never stored.
 CODE_IDENTITY = f"{OFFLINE_IDENTITY}+code-int8-{CODE_MAX_TOKENS}-ln"
 MEMORY_IDENTITY = f"{OFFLINE_IDENTITY}+int8-{MAX_TOKENS}-ln"
-# Symbols' vectors mapped by the code adapter: another identity, so an index of plain vectors re-embeds in the background.
-ADAPTED_IDENTITY = f"{CODE_IDENTITY}+adapter-{ADAPTER_SHA256[:12]}"
+# Symbols' vectors by the code model (`code_model`): another identity, so an index of the bundled model's vectors
+# re-embeds in the background.
+TRAINED_CODE_IDENTITY = f"{CODE_IDENTITY}+trained-{CODE_MODEL_SHA256[:12]}"
 
 
 def prepare_offline_model(target_parent: Path) -> Path:
@@ -114,21 +117,6 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
-
-
-@runtime_checkable
-class Mapped(Protocol):
-    """An embedder whose vectors are another identity's, mapped (`CodeEmbedder` with the code adapter): a vector
-    stored under `base_identity` gives this one's without running the model."""
-
-    @property
-    def base_identity(self) -> str | None: ...
-
-    def from_base(self, vectors: list[np.ndarray]) -> list[np.ndarray]: ...
-
-    def settle(self) -> None:
-        """Load what maps the vectors, once the model is ready: a worker's job, never a request's."""
-        ...
 
 
 def plan_batches(lengths: Sequence[int], most: int, max_tokens: int) -> list[list[int]]:
@@ -257,14 +245,23 @@ class OnnxEmbedder(_LazyEmbedder):
     symbols (`benchmarks/serve_memory.py`).
 
     `cache_dir` (the ledger's data) holds the prepared model only when the user's cache folder cannot be written.
+    `variant` is the graph the session runs: the bundled model, or the code model (`CodeEmbedder`).
     """
 
-    def __init__(self, threads: int, cache_dir: Path) -> None:
-        super().__init__(DEFAULT_MODEL, MEMORY_IDENTITY, threads)
+    def __init__(self, threads: int, cache_dir: Path, variant: Variant = BUNDLED, identity: str = MEMORY_IDENTITY) -> None:
+        super().__init__(DEFAULT_MODEL, identity, threads)
         self._cache_dir = cache_dir
+        self._variant = variant
         self._session: ort.InferenceSession | None = None
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
+        self._siblings: dict[str, OnnxEmbedder] = {}
+
+    def with_variant(self, variant: Variant, identity: str) -> OnnxEmbedder:
+        """Another model run the same way (the code model), loaded on its own first use; one per variant, so that
+        every user of this embedder (the code search and the index set of each ledger sharing it) shares its session."""
+        with self._lock:
+            return self._siblings.setdefault(variant.name, OnnxEmbedder(self._threads, self._cache_dir, variant, identity))
 
     def _open(self) -> None:
         """The tokenizer and the one session, kept while the process lives (every query needs it)."""
@@ -274,7 +271,7 @@ class OnnxEmbedder(_LazyEmbedder):
         tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
         tokenizer.no_padding()  # each batch is padded to its own longest text below
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        prepared = prepared_model(self._cache_dir)
+        prepared = prepared_model(self._cache_dir, self._variant)
         self._shared = _shared_table(prepared.table)
         self._session = _session(prepared.graph, self._shared, INTEGER_UNFUSED)
         self._tokenizer = tokenizer
@@ -376,83 +373,48 @@ def _session(model: Path | bytes, shared: dict[str, ort.OrtValue], unfused: Sequ
 
 
 class CodeEmbedder:
-    """The bundled model as the code index uses it: `OnnxEmbedder.embed_code` under CODE_IDENTITY, the rest
-    (loading, state, query vectors and their cache) shared with the memories' embedder; with the code adapter
-    (`code_adapter`), both the symbols' and the questions' vectors go through its maps, under ADAPTED_IDENTITY.
+    """The embedder of code symbols and `search_code` questions: the code model (`code_model`), fine-tuned for
+    questions about code, under TRAINED_CODE_IDENTITY; or, with `trained=False`, the bundled model as memories use
+    it, under CODE_IDENTITY (the ranking before the code model, for the benchmarks).
 
-    The adapter loads once the model is ready (the first time anything asks for the state): a damaged adapter
-    file leaves the code index on BM25 with the reason in `detail`, and the memories' embedder untouched."""
+    The code model is a session of its own (`OnnxEmbedder.with_variant`), loaded by code search's worker once the
+    bundled model is ready and there is code to search (`settle`), or by `load` (the CLI): a server of a project
+    without code never holds it. A damaged code model file leaves code search on BM25 with the reason in `detail`,
+    and the memories' embedder untouched. Symbols' texts are cut at CODE_MAX_TOKENS, questions at MAX_TOKENS, as
+    memories' are."""
 
-    def __init__(self, model: OnnxEmbedder, adapted: bool = True) -> None:
-        self._model = model
+    def __init__(self, model: OnnxEmbedder, trained: bool = True) -> None:
+        self._bundled = model
+        self._model = model.with_variant(CODE_MODEL, TRAINED_CODE_IDENTITY) if trained else model
         self.name = model.name
-        self.identity = ADAPTED_IDENTITY if adapted else CODE_IDENTITY
-        self._adapted = adapted
-        self._adapter: CodeAdapter | None = None
-        self._adapter_error: str | None = None
-        self._lock = threading.Lock()
+        self.identity = TRAINED_CODE_IDENTITY if trained else CODE_IDENTITY
 
-    def _adapter_ready(self) -> bool:
-        """Load the adapter once; False if it could not be (its hash, a missing file)."""
-        if not self._adapted or self._adapter is not None:
-            return True
-        with self._lock:
-            if self._adapter is None and self._adapter_error is None:
-                try:
-                    self._adapter = load_adapter()
-                except Exception as exc:  # noqa: BLE001 - any damage leaves code search on BM25, memories untouched
-                    self._adapter_error = f"code adapter: {type(exc).__name__}: {exc}"
-                    log.warning("the code adapter could not load (%s); code search uses BM25 only", self._adapter_error)
-        return self._adapter is not None
+    def settle(self) -> None:
+        """Load the code model once the bundled one is ready: a worker's job, never a request's. A server decides
+        when the bundled model loads (the memories' worker, after what it holds back); the code model follows."""
+        if self._bundled.state == "ready":
+            self._model.load()
 
     @property
     def state(self) -> ModelState:
-        """The model's state, then the adapter's: `loading` until `settle` (or `load`) has tried it. Reading it loads
-        nothing, so a request that asks never pays for the adapter's file."""
-        state = self._model.state
-        if state != "ready" or not self._adapted or self._adapter is not None:
-            return state
-        return "failed" if self._adapter_error is not None else "loading"
-
-    def settle(self) -> None:
-        if self._model.state == "ready":
-            self._adapter_ready()
+        return self._model.state
 
     @property
     def detail(self) -> str | None:
-        return self._adapter_error or self._model.detail
+        return self._model.detail
 
     @property
     def dim(self) -> int:
         return self._model.dim
 
     def load(self) -> bool:
-        return self._model.load() and self._adapter_ready()
-
-    def _maps(self) -> CodeAdapter | None:
-        if not self._adapter_ready():
-            raise RuntimeError(f"embedding model unavailable: {self._adapter_error}")
-        return self._adapter
+        return self._model.load()
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        vectors = self._model.embed_code(texts)
-        maps = self._maps()
-        return maps.documents(vectors) if maps is not None else vectors
+        return self._model.embed_code(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector = self._model.embed_query(text)  # the memories' cached vector: one model run serves both searches
-        maps = self._maps()
-        return maps.query(vector) if maps is not None else vector
-
-    @property
-    def base_identity(self) -> str | None:
-        return CODE_IDENTITY if self._adapted else None
-
-    def from_base(self, vectors: list[np.ndarray]) -> list[np.ndarray]:
-        """Symbols' vectors from their plain ones (stored under CODE_IDENTITY): an index embedded before the adapter
-        shipped is re-embedded by a matrix product, not by the model."""
-        maps = self._maps()
-        return maps.documents(vectors) if maps is not None else vectors
+        return self._model.embed_query(text)
 
 
 def for_code(embedder: Embedder) -> Embedder:
@@ -538,10 +500,3 @@ def from_bytes(blob: bytes) -> list[float]:
     """The stored float32s as Python floats. `array`, not numpy: a CLI command or hook that catches its index up
     reads stored vectors, and importing numpy would cost it more than 100 ms."""
     return array.array("f", blob).tolist()
-
-
-def from_array(blob: bytes) -> np.ndarray:
-    """A stored vector (`to_bytes`) as a float32 array."""
-    import numpy as np
-
-    return np.frombuffer(blob, dtype=np.float32)
