@@ -535,13 +535,13 @@ def _running(pid: int) -> bool:
 
 
 def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbols_and_memories_apart(project: Project) -> None:
-    """Code symbols have their own embedding identity (`ADAPTED_IDENTITY`): a ledger whose symbol vectors were stored
+    """Code symbols have their own embedding identity (`TRAINED_CODE_IDENTITY`): a ledger whose symbol vectors were stored
     under the float session's identity, as before symbols got their own way of embedding, embeds its symbols
     again, while the memories' vectors stay as they are. Memories moved to the integer session too
     (`MEMORY_IDENTITY`): a ledger whose memory vectors are the float session's finds its memories meanwhile,
     embeds them again and keeps the earlier vectors."""
 
-    from project_ledger.search.embedding import ADAPTED_IDENTITY, MEMORY_IDENTITY, OFFLINE_IDENTITY
+    from project_ledger.search.embedding import TRAINED_CODE_IDENTITY, MEMORY_IDENTITY, OFFLINE_IDENTITY
 
     copy_fixtures(project.root, ("python",))
     cli(project, "remember", "the build uses make, not ninja")
@@ -551,14 +551,14 @@ def test_vectors_stored_under_an_earlier_model_identity_are_embedded_again_symbo
     memory_vectors = journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY seq")
     assert [model for _, model, _ in memory_vectors] == [MEMORY_IDENTITY]
     code_vectors = journal_rows(project, "SELECT embed_hash, model, vector FROM code_vectors ORDER BY embed_hash")
-    assert {model for _, model, _ in code_vectors} == {ADAPTED_IDENTITY}
+    assert {model for _, model, _ in code_vectors} == {TRAINED_CODE_IDENTITY}
 
     journal_write(project, ("UPDATE code_vectors SET model = ?", (OFFLINE_IDENTITY,)))  # what the previous version stored
     assert cli(project, "status", "--json")["code"]["pending_vectors"] > 0
     again = cli(project, "index", "--embed", "--json")
     assert again["embedded"] == first["embedded"]
     renewed = journal_rows(
-        project, f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{ADAPTED_IDENTITY}' ORDER BY embed_hash"
+        project, f"SELECT embed_hash, model, vector FROM code_vectors WHERE model = '{TRAINED_CODE_IDENTITY}' ORDER BY embed_hash"
     )
     assert [(h, v) for h, _, v in renewed] == [(h, v) for h, _, v in code_vectors]  # the same text, the same vector
     assert journal_rows(project, "SELECT seq, model, vector FROM embeddings ORDER BY seq") == memory_vectors
