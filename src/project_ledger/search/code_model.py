@@ -3,9 +3,10 @@
 Trained on CPU from (docstring summary, symbol text) pairs of public PyPI and npm packages, never on the trees
 that measure code search (`training/`). Only the encoder layers changed, so the file holds just those, quantized
 as the bundled model's are (int8, a scale per output column) and named as the bundled graph names them; the code
-model is the bundled graph with them swapped in (`with_weights`), prepared like the bundled model (`bundled_model.Variant`) and
-sharing its token table and tokenizer. The file is checked against CODE_MODEL_SHA256 before use: a changed file
-fails the load (code search then runs on BM25 and says why), as a changed bundled model does.
+model is the bundled graph with them swapped in (`with_weights`), prepared like the bundled model
+(`bundled_model.Variant`) and sharing its token table and tokenizer. The file is checked against CODE_MODEL_SHA256
+before use: a changed file fails the load (code search then runs on BM25 and says why), as a changed bundled model
+does.
 """
 
 from __future__ import annotations
