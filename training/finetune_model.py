@@ -8,9 +8,9 @@ directions with in-batch negatives, each batch drawn from one package, so that t
 share its vocabulary. The token and position tables stay as they are: the code model shares the bundled model's
 token table at run time, and `export_model.py` writes only what training changed.
 
-Every tenth package (by hash) is held back. At each checkpoint the
-held-back pairs are scored (MRR@10 of each question among its package's symbols) and the best checkpoint's
-weights are written to OUT_DIR/encoder.pt; the measured trees of code search are never read here.
+Every tenth package (by hash) is held back. At each checkpoint the held-back pairs are scored (MRR@10 of each
+question among its package's symbols) and the best checkpoint's weights are written to OUT_DIR/encoder.pt, the
+scores to OUT_DIR/log.jsonl; the measured trees of code search are never read here.
 """
 
 from __future__ import annotations
@@ -108,10 +108,11 @@ def main() -> None:
     packages = [row["package"] for row in rows]
     dev = [i for i, p in enumerate(packages) if held_back(p)]
     train = [i for i, p in enumerate(packages) if not held_back(p)]
+    steps = int(args.epochs * len(batches(packages, train, random.Random(0))))
     plan: list[list[int]] = []
-    while len(plan) < args.epochs * len(batches(packages, train, random.Random(0))):
+    while len(plan) < steps:
         plan += batches(packages, train, rng)
-    plan = plan[: int(args.epochs * len(batches(packages, train, random.Random(0))))]
+    plan = plan[:steps]
 
     encoder = Encoder(float_model_dir())
     trained = [p for p in encoder.model.parameters() if p.requires_grad]
