@@ -8,9 +8,9 @@ column, the largest magnitude over 127; this rule re-made from the float model g
 weight bit for bit (checked below before anything is written). The fine-tuned layers are quantized the same way
 and stored under the bundled graph's own initializer names, with their biases and layer norms as float32, so
 that `search/code_model.py` swaps them into the bundled graph and every rewrite of `onnx_edit` applies as it does
-to the bundled model. An int8 matrix is stored as its difference from the bundled one: mostly zeros and ones,
-which compress about six times better than the matrices do. The token and position tables were not trained and
-are not stored.
+to the bundled model. An int8 matrix is stored as its difference from the bundled one: mostly zeros and ones (71%
+and 28% for the shipped model), which deflate to 2.2 MB where the matrices themselves take 9.6. The token and
+position tables were not trained and are not stored.
 
 With `--check`, the int8 graph is run on ONNX Runtime against the float model on the first 256 pairs (both
 sides) and the cosines of their vectors printed, as the bundled model's quantization was checked.

@@ -184,8 +184,8 @@ class CodeSearch:
 
     def embed_some(self) -> int:
         """Embed one batch of symbols that have no vector yet; how many (0: none left, or no model)."""
-        if isinstance(self._embedder, CodeEmbedder) and self._embedder.state == "not-loaded" and self._store.rev_and_count()[1]:
-            self._embedder.settle()  # the code model's session, once there is code to search
+        if isinstance(self._embedder, CodeEmbedder):
+            self._embedder.settle(lambda: self._store.rev_and_count()[1] > 0)  # the code model, once there is code
         if self._embedder.state != "ready":
             return 0
         self._current_texts()

@@ -248,34 +248,50 @@ class OnnxEmbedder(_LazyEmbedder):
     `variant` is the graph the session runs: the bundled model, or the code model (`CodeEmbedder`).
     """
 
-    def __init__(self, threads: int, cache_dir: Path, variant: Variant = BUNDLED, identity: str = MEMORY_IDENTITY) -> None:
+    def __init__(
+        self, threads: int, cache_dir: Path, variant: Variant = BUNDLED, identity: str = MEMORY_IDENTITY, owner: OnnxEmbedder | None = None
+    ) -> None:
         super().__init__(DEFAULT_MODEL, identity, threads)
         self._cache_dir = cache_dir
         self._variant = variant
+        self._owner = owner or self  # whose tokenizer and token table this session reads (`with_variant`)
         self._session: ort.InferenceSession | None = None
         self._shared: dict[str, ort.OrtValue] = {}
         self._tokenizer: Tokenizer | None = None
         self._siblings: dict[str, OnnxEmbedder] = {}
+        self._shared_lock = threading.Lock()  # not `_lock`, which a load holds for seconds
 
     def with_variant(self, variant: Variant, identity: str) -> OnnxEmbedder:
-        """Another model run the same way (the code model), loaded on its own first use; one per variant, so that
-        every user of this embedder (the code search and the index set of each ledger sharing it) shares its session."""
-        with self._lock:
-            return self._siblings.setdefault(variant.name, OnnxEmbedder(self._threads, self._cache_dir, variant, identity))
+        """Another model run the same way (the code model), loaded on its own first use, with this embedder's
+        tokenizer and token table (every variant's table is the bundled one): one per variant, so that every user of
+        this embedder (the code search and the index set of each ledger sharing it) shares its session."""
+        with self._shared_lock:
+            if variant.name not in self._siblings:
+                self._siblings[variant.name] = OnnxEmbedder(self._threads, self._cache_dir, variant, identity, owner=self)
+            return self._siblings[variant.name]
 
     def _open(self) -> None:
-        """The tokenizer and the one session, kept while the process lives (every query needs it)."""
-        from tokenizers import Tokenizer
-
-        check(OFFLINE_TOKENIZER)
-        tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
-        tokenizer.no_padding()  # each batch is padded to its own longest text below
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        """The session, kept while the process lives (every query needs it), and the tokenizer and token table."""
         prepared = prepared_model(self._cache_dir, self._variant)
-        self._shared = _shared_table(prepared.table)
+        self._tokenizer, self._shared = self._owner._tokens_and_table(prepared.table)
         self._session = _session(prepared.graph, self._shared, INTEGER_UNFUSED)
-        self._tokenizer = tokenizer
         release_freed_memory()  # the graph optimiser's copies of the weights
+
+    def _tokens_and_table(self, table: Path) -> tuple[Tokenizer, dict[str, ort.OrtValue]]:
+        """The tokenizer and the token table mapped from `table` (a prepared folder's, hash-checked: every variant's
+        holds the same bytes), made on the first call and shared by this embedder and its variants after it, so that
+        a code model's session beside the bundled one adds no second tokenizer and no second mapping of the table."""
+        with self._shared_lock:
+            if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
+                check(OFFLINE_TOKENIZER)
+                tokenizer = Tokenizer.from_file(str(OFFLINE_TOKENIZER.path()))
+                tokenizer.no_padding()  # each batch is padded to its own longest text below
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                self._shared = _shared_table(table)
+                self._tokenizer = tokenizer
+            return self._tokenizer, self._shared
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Vectors for memories (under MEMORY_IDENTITY): texts cut at MAX_TOKENS, one text a batch (INTEGER_BATCH).
@@ -379,7 +395,7 @@ class CodeEmbedder:
 
     The code model is a session of its own (`OnnxEmbedder.with_variant`), loaded by code search's worker once the
     bundled model is ready and there is code to search (`settle`), or by `load` (the CLI): a server of a project
-    without code never holds it. A damaged code model file leaves code search on BM25 with the reason in `detail`,
+    without code never loads it. A damaged code model file leaves code search on BM25 with the reason in `detail`,
     and the memories' embedder untouched. Symbols' texts are cut at CODE_MAX_TOKENS, questions at MAX_TOKENS, as
     memories' are."""
 
@@ -389,10 +405,11 @@ class CodeEmbedder:
         self.name = model.name
         self.identity = TRAINED_CODE_IDENTITY if trained else CODE_IDENTITY
 
-    def settle(self) -> None:
-        """Load the code model once the bundled one is ready: a worker's job, never a request's. A server decides
-        when the bundled model loads (the memories' worker, after what it holds back); the code model follows."""
-        if self._bundled.state == "ready":
+    def settle(self, wanted: Callable[[], bool]) -> None:
+        """Load the code model once the bundled one is ready and `wanted()` (asked last: there is code to search): a
+        worker's job, never a request's. A server decides when the bundled model loads (the memories' worker, after
+        what it holds back); the code model follows."""
+        if self._model.state == "not-loaded" and self._bundled.state == "ready" and wanted():
             self._model.load()
 
     @property
