@@ -423,3 +423,15 @@ def test_a_copy_of_the_question_lends_its_neighbours_nothing() -> None:
     around = {2: [1], 3: [1]}
     assert admitted_neighbours(around, memories, SearchFilter(), asked="what did we decide about representing money in billing") == {3: [1]}
     assert admitted_neighbours(around, memories, SearchFilter()) == {2: [1], 3: [1]}
+
+
+def test_a_question_naming_a_speaker_lifts_that_speakers_line_over_the_other_speakers() -> None:
+    hers = said("t1", "[8 May, 2023] Caroline: I've been researching adoption agencies.")
+    theirs = said("t2", "[8 May, 2023] Melanie: Caroline, researching adoption agencies sounds great!")
+    found = Candidates(dense=[Hit(2, 0.61), Hit(1, 0.6)], sparse=[Hit(2, 3.0), Hit(1, 2.95)])
+    memories, coverage = {1: hers, 2: theirs}, {1: 0.75, 2: 0.75}
+    asked, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asked="What did Caroline research?")
+    assert [r.seq for r in asked] == [1, 2]
+    assert asked[0].sources.signals["named_head"] == 1.0 and "named_head" not in asked[1].sources.signals
+    other, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asked="Who researched adoption agencies?")
+    assert [r.seq for r in other] == [2, 1]  # no one named: the lists' order stands

@@ -204,3 +204,21 @@ async def test_a_question_that_asks_when_finds_the_memory_that_says_when(project
         # it second here, behind the one holding all of them and nearest in meaning); asked without "when", the
         # memories that match the words better come first.
         assert asked.index(answer) <= 1 and asked.index(answer) < (plain.index(answer) if answer in plain else len(plain))
+
+
+CHAT = [  # a chat log stored a line at a time, as `[when] Speaker: text`
+    "[8 May, 2023] Melanie: Researching adoption agencies is such a big step, Caroline!",
+    "[8 May, 2023] Caroline: I've been researching adoption agencies; one in Portland looks right.",
+    "[8 May, 2023] Melanie: I've been painting a lake at sunrise with the kids.",
+    "[9 May, 2023] Caroline: The support group met again; it felt good to be heard.",
+    "[9 May, 2023] Melanie: We went camping at the beach last weekend.",
+]
+
+
+async def test_a_question_naming_a_speaker_finds_that_speakers_own_line_first(project: Project) -> None:
+    async with serve(project) as ledger:
+        ids = [await ledger.remember(text, kind="turn", session="chat") for text in CHAT]
+        await ledger.settled()
+        # Melanie's line says "Caroline" and the question's words too, and was said first; Caroline's line is hers.
+        found = await ledger.recall("Which adoption agencies has Caroline been researching?", k=3)
+        assert found[0]["id"] == ids[1]
