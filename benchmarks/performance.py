@@ -113,7 +113,8 @@ async def remember_throughput(count: int) -> dict[str, float]:
             started = time.perf_counter()
             for session_id, turn in turns:
                 arguments = {"text": turn["text"], "kind": "turn", "session": session_id, "role": turn["role"]}
-                captured += len((await session.call_tool("remember", arguments)).structured_content["captured"])
+                result = (await session.call_tool("remember", arguments)).structured_content
+                captured += len(result.get("captured", []))  # left out of a result when empty
             turn_rate = len(turns) / (time.perf_counter() - started)
     return {"sequential": sequential, "pipelined": pipelined, "embedded_per_s": embedded, "turns": turn_rate, "captured": captured}
 
