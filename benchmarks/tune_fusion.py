@@ -234,7 +234,8 @@ def main() -> None:
         cross = cross_validated(corpora)
         added_cross = cross_validated(corpora, added_alone)
         learned = learn(corpora, everything)
-        added = {name: added_alone(corpora, everything)[name] for name in ADDED}
+        alone = added_alone(corpora, everything)
+        added = {name: alone[name] for name in ADDED}
         shipped = dict(RankingParams().weights)
         without = {name: 0.0 if name in ADDED else weight for name, weight in shipped.items()}
         before = {c.name: c.score(with_weights(START), range(len(c.fold))) for c in corpora}

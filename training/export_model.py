@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from finetune_model import QUERY_TOKENS, SYMBOL_TOKENS, Encoder, float_model_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from project_ledger.search.bundled_model import OFFLINE_ONNX, check
+from project_ledger.search.bundled_model import shipped_graph
 from project_ledger.search.code_model import with_weights
 
 LAYERS = 6
@@ -69,7 +69,7 @@ def cosines(encoder_file: Path, weights: bytes, pairs: Path, count: int = 256) -
     encoder = Encoder(float_model_dir())
     encoder.model.load_state_dict(torch.load(encoder_file, map_location="cpu"), strict=False)
     encoder.model.eval()
-    session = ort.InferenceSession(with_weights(OFFLINE_ONNX.path().read_bytes(), weights), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(with_weights(shipped_graph(), weights), providers=["CPUExecutionProvider"])
     rows = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()[:count]]
     out = []
     for side, cut in (("q", QUERY_TOKENS), ("d", SYMBOL_TOKENS)):
@@ -92,9 +92,7 @@ def main() -> None:
     parser.add_argument("--check", type=Path, metavar="PAIRS", help="compare the int8 graph with the float model on these pairs")
     args = parser.parse_args()
 
-    source = OFFLINE_ONNX.path().read_bytes()
-    check(OFFLINE_ONNX, source)
-    graph = onnx.load_from_string(source).graph
+    graph = onnx.load_from_string(shipped_graph()).graph
     bundled = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     names = matrix_names(graph)
     original = load_file(str(float_model_dir() / "model.safetensors"))
