@@ -275,7 +275,7 @@ def ranked_candidates(pool: Pools, i: int, params: RankingParams, floor: float =
     kept, _ = rank(
         cut(pool, i, params), pool.memories, pool.lexical[i], windowed, pool.now, floor=floor,
         outdated=pool.outdated, cosines=pool.cosines[i], exact_terms=pool.exact[i], neighbours=pool.neighbours[i],
-        asks_time=pool.asks_time[i], asked=pool.texts[i],
+        asks_time=pool.asks_time[i],
     )  # fmt: skip
     return kept
 

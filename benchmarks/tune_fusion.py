@@ -29,8 +29,8 @@ beside the shipped ones when they differ. The cross-validated row measures the p
 A signal added later (`ADDED`) can be learned alone, from 0, with every other weight kept as shipped; the table
 shows that cross-validated too (each fold learns only the added weights; the others were learned on every question
 before, so for them the row is in-sample). Relearning everything moves weights the new signal has nothing to do
-with, and with them behaviour neither corpus measures: `named_head` ships that way, because relearning
-every weight let a user's earlier question outrank the decision that answers it (`tests/test_hook_socket.py`).
+with, and with them behaviour neither corpus measures: `ends_asking` ships that way, because relearning every weight
+once let a user's earlier question outrank the decision that answers it (`tests/test_hook_socket.py`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ START: dict[str, float] = {
 }  # fmt: skip
 # Signals added since the shipped weights were learned: `added_alone` learns only them, on top of the shipped weights,
 # and the table shows that cross-validated beside learning everything again.
-ADDED = ("named_head",)
+ADDED = ("ends_asking",)
 STEPS = (0.5, 0.2, 0.1, 0.05)
 ROUNDS = 3
 SLACK = 0.005  # of R@1 + MRR, and of R@10, a corpus may lose against the start: about one of the project's questions

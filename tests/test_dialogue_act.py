@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from project_ledger.text.dialogue_act import dialogue_act, is_plumbing
+from project_ledger.text.dialogue_act import dialogue_act, ends_asking, is_plumbing
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,25 @@ def test_each_turn_gets_the_act_it_performs(text: str, act: str) -> None:
 def test_the_ledgers_own_tools_and_the_clients_machinery_are_plumbing_and_other_tools_are_not() -> None:
     assert all(is_plumbing(name) for name in ("mcp__ledger__remember", "mcp__team-ledger__recall", "ToolSearch", "TodoWrite"))
     assert not any(is_plumbing(name) for name in ("Bash", "Edit", "Read", "mcp__github__create_issue", "WebSearch"))
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("That road trip sounds great! Where did you go?", True),
+        ("Thanks, Joanna! What's your favorite dish from the show?", True),
+        ("Retries back off from 0.5 s. Should I add a test for the cap?", True),
+        ("Where did you go? I went to Woodhaven.", False),  # asks, then says: the answer is its own
+        ("We went to Woodhaven, a small town in the Midwest.", False),
+        ("Is it 5xx only?\n[tool] Bash: pytest -q", False),  # the last line is a tool's
+        ("...", False),
+        ("", False),
+    ],
+)
+def test_a_turn_ends_asking_when_its_last_sentence_is_a_question(text: str, asks: bool) -> None:
+    assert ends_asking(text) is asks
+
+
+def test_ending_asking_is_read_in_time_linear_in_the_text() -> None:
+    assert ends_asking("word " * 200_000 + "?") is True
+    assert ends_asking("?" * 1_000_000) is False  # no sentence has a letter

@@ -425,13 +425,18 @@ def test_a_copy_of_the_question_lends_its_neighbours_nothing() -> None:
     assert admitted_neighbours(around, memories, SearchFilter()) == {2: [1], 3: [1]}
 
 
-def test_a_question_naming_a_speaker_lifts_that_speakers_line_over_the_other_speakers() -> None:
-    hers = said("t1", "[8 May, 2023] Caroline: I've been researching adoption agencies.")
-    theirs = said("t2", "[8 May, 2023] Melanie: Caroline, researching adoption agencies sounds great!")
-    found = Candidates(dense=[Hit(2, 0.61), Hit(1, 0.6)], sparse=[Hit(2, 3.0), Hit(1, 2.95)])
-    memories, coverage = {1: hers, 2: theirs}, {1: 0.75, 2: 0.75}
-    asked, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asked="What did Caroline research?")
-    assert [r.seq for r in asked] == [1, 2]
-    assert asked[0].sources.signals["named_head"] == 1.0 and "named_head" not in asked[1].sources.signals
-    other, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0, asked="Who researched adoption agencies?")
-    assert [r.seq for r in other] == [2, 1]  # no one named: the lists' order stands
+def test_a_statement_that_ends_by_asking_ranks_below_the_answer_that_follows_it() -> None:
+    asking = said("t1", "[10 July, 2022] Nate: That road trip sounds great! Where did you go on your road trip?")
+    answer = said("t2", "[10 July, 2022] Joanna: On my road trip I went to Woodhaven, a small town in the Midwest.")
+    found = Candidates(dense=[Hit(1, 0.61), Hit(2, 0.6)], sparse=[Hit(1, 3.0), Hit(2, 2.95)])
+    memories, coverage = {1: asking, 2: answer}, {1: 0.75, 2: 0.75}
+    ranked, _ = rank(found, memories, coverage, PARAMS, NOW.timestamp(), floor=0.0)
+    assert [r.seq for r in ranked] == [2, 1]
+    assert ranked[1].sources.signals["ends_asking"] == 1.0 and "ends_asking" not in ranked[0].sources.signals
+    unweighted = replace(PARAMS, weights={**PARAMS.weights, "ends_asking": 0.0})
+    assert [r.seq for r in rank(found, memories, coverage, unweighted, NOW.timestamp(), floor=0.0)[0]] == [1, 2]
+
+
+def test_a_turn_that_only_asks_keeps_its_own_signal_not_ending_asking_too() -> None:
+    ranked, _ = rank(Candidates(dense=[Hit(1, 0.6)], sparse=[]), {1: said("t1", "Where did you go?")}, {1: 0.5}, PARAMS, NOW.timestamp(), floor=0.0)
+    assert ranked[0].sources.signals.get("question") == 1.0 and "ends_asking" not in ranked[0].sources.signals

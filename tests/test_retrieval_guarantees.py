@@ -206,19 +206,18 @@ async def test_a_question_that_asks_when_finds_the_memory_that_says_when(project
         assert asked.index(answer) <= 1 and asked.index(answer) < (plain.index(answer) if answer in plain else len(plain))
 
 
-CHAT = [  # a chat log stored a line at a time, as `[when] Speaker: text`
-    "[8 May, 2023] Melanie: Researching adoption agencies is such a big step, Caroline!",
-    "[8 May, 2023] Caroline: I've been researching adoption agencies; one in Portland looks right.",
-    "[8 May, 2023] Melanie: I've been painting a lake at sunrise with the kids.",
-    "[9 May, 2023] Caroline: The support group met again; it felt good to be heard.",
-    "[9 May, 2023] Melanie: We went camping at the beach last weekend.",
+CHAT = [  # a chat log stored a line at a time, as `[when] Speaker: text`, a day a session
+    ("8 May", "[8 May, 2023] Melanie: I've been painting a lake at sunrise with the kids."),
+    ("8 May", "[8 May, 2023] Caroline: The support group met again; it felt good to be heard."),
+    ("9 May", "[9 May, 2023] Melanie: Caroline, researching adoption agencies is a big step! Which agencies are you researching?"),
+    ("9 May", "[9 May, 2023] Caroline: I've been researching adoption agencies; one in Portland looks right."),
 ]
 
 
-async def test_a_question_naming_a_speaker_finds_that_speakers_own_line_first(project: Project) -> None:
+async def test_a_line_that_ends_by_asking_comes_after_the_answer_said_next(project: Project) -> None:
     async with serve(project) as ledger:
-        ids = [await ledger.remember(text, kind="turn", session="chat") for text in CHAT]
+        ids = [await ledger.remember(text, kind="turn", session=day) for day, text in CHAT]
         await ledger.settled()
-        # Melanie's line says "Caroline" and the question's words too, and was said first; Caroline's line is hers.
+        # Melanie's line holds more of the question's words, and was said first; it asks what Caroline's line answers.
         found = await ledger.recall("Which adoption agencies has Caroline been researching?", k=3)
-        assert found[0]["id"] == ids[1]
+        assert found[0]["id"] == ids[3]

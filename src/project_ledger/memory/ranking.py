@@ -4,9 +4,9 @@ The search index hands back two candidate lists (by meaning and by BM25). Each
 candidate gets a score: a weighted sum of what is known about it (`SIGNALS`):
 its places and scores in both lists, the share of the query's words it holds,
 whether it was found through a neighbouring turn, whether it holds a rare
-identifier the query names, whether it opens with a name the query names (a chat
-log's speaker or a heading), what kind of memory it is and what it does in the
-conversation (a question, an acknowledgement, a tool's log line), how fresh it
+identifier the query names, what kind of memory it is and what it does in the
+conversation (a question, an acknowledgement, a tool's log line, a statement
+ending in a question), how fresh it
 is, whether it says when for a question that asks when, whether it is outdated,
 whether it is the caller's session, how often it was used. The weights are
 learned on two corpora nobody tuned them by hand on, and cross-validated
@@ -31,9 +31,8 @@ from project_ledger.models import Memory
 from project_ledger.search.fusion import lent_coverage, positions, relevance, with_meaning
 from project_ledger.search.index import Candidates, SearchFilter
 from project_ledger.search.tuning import RankingParams
-from project_ledger.text.dialogue_act import dialogue_act
-from project_ledger.text.line_head import names_head
-from project_ledger.text.text_signals import content_words, mentions, searchable_words, wording
+from project_ledger.text.dialogue_act import dialogue_act, ends_asking
+from project_ledger.text.text_signals import content_words, mentions, wording
 from project_ledger.text.time_words import tells_time
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ SIGNALS = (
     "outdated",  # 1 when superseded, or a turn that stated a decision since superseded
     "session",  # 1 when from the caller's session (`current_session`)
     "used",  # log(1 + times fetched by id or pinned)
-    "named_head",  # 1 when it opens with a speaker's or heading's name the query names (`text/line_head.py`)
+    "ends_asking",  # 1 for a statement whose last sentence asks (`dialogue_act.ends_asking`)
 )
 RECENCY_SHARE = 0.3  # of the `fresh` factor that decays with age (the share the earlier ranking was tuned to)
 
@@ -245,7 +244,6 @@ def rank(
     exact_terms: Sequence[str] = (),
     neighbours: Mapping[int, Sequence[int]] | None = None,
     asks_time: bool = False,
-    asked: str = "",
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, below the floor), each best first.
 
@@ -260,10 +258,8 @@ def rank(
     turns those were (`admitted_neighbours`), so that they borrow a share of the
     query-term coverage too (`fusion.lent_coverage`). `asks_time` says the query
     asks when something happened (`time_words.asks_for_time`): the candidates
-    that say when (`time_words.tells_time`) get the `timely` signal, and
-    those opening with a speaker or heading that `asked` (the query) names
-    get `named_head`. Each candidate's score is the weighted sum of its
-    `SIGNALS`.
+    that say when (`time_words.tells_time`) get the `timely` signal. Each
+    candidate's score is the weighted sum of its `SIGNALS`.
     """
     outdated = outdated or {}
     lent = lent_coverage(lexical, neighbours or {}, params.fusion.neighbour_share)
@@ -274,7 +270,6 @@ def rank(
     dense_rank, bm25_rank = positions(found.dense), positions(found.sparse)
     best_bm25, best_cosine = max(bm25.values(), default=0.0), max(dense.values(), default=0.0)
     leads = _leads(found)
-    asked_words = frozenset(searchable_words(asked))
     floor = params.floor if floor is None else floor
     weights = params.weights
     kept: list[Ranked] = []
@@ -300,7 +295,7 @@ def rank(
             "dense_first": leads.get(("dense", seq), 0.0),
             "timely": float(asks_time and tells_time(memory.text)),
             "outdated": float(memory.superseded_by is not None or seq in outdated),
-            "named_head": float(names_head(asked_words, memory.text)),
+            "ends_asking": float(act == "statement" and ends_asking(memory.text)),
         }
         signals = _signals(memory, act, params, now, session, from_lists)
         item = Ranked(

@@ -271,7 +271,7 @@ class Recall:
         params, now = for_window(self.params, where), time.time()
         kept, below = rank(
             found, memories, coverage, params, now, session=session, floor=floor, outdated=self.outdated(memories), cosines=cosines,
-            exact_terms=exact_terms(query), neighbours=nearby, asks_time=asks_for_time(query), asked=query,
+            exact_terms=exact_terms(query), neighbours=nearby, asks_time=asks_for_time(query),
         )  # fmt: skip
         return kept, below, found, "hybrid" if dense is not None else "bm25-only", notes
 

@@ -58,15 +58,15 @@ MEMORY_CANDIDATES = CandidateParams()
 # and LoCoMo dev at once, steering by R@1 + MRR + R@10 from the fusion that shipped before and never costing either
 # corpus its R@1 + MRR or its R@10 (docs/benchmarks.md, "Learned ranking, cross-validated"). `log`,
 # `session` and `used` appear in neither corpus and keep the factors set by hand before (x0.37, x1.1, x1.03 per
-# e-fold of uses); `outdated` keeps its x0.7, tuned on how often an outdated version came first. `named_head`, added
-# later, was learned alone with the rest kept (`tune_fusion.ADDED`): relearning them all put a user's earlier question
-# above the decision that answers it.
+# e-fold of uses); `outdated` keeps its x0.7, tuned on how often an outdated version came first. `ends_asking`, added
+# later, was learned alone with the rest kept (`tune_fusion.ADDED`): relearning them all moves weights it has nothing to
+# do with, and once put a user's earlier question above the decision that answers it.
 LEARNED_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
         "places": 0.9, "bm25_place": 0.0, "dense_place": 0.0, "bm25": 0.3, "cosine": 0.0, "cosine_gap": 0.0,
         "coverage": 0.25, "from_neighbour": 0.55, "exact": 0.1, "bm25_first": 1.15, "dense_first": 0.0, "question": -1.011,
         "acknowledgement": -1.204, "log": -1.0, "decided": 0.347, "typed": 0.301, "summary": -0.805, "fresh": 0.95,
-        "timely": 0.512, "outdated": -0.357, "session": 0.095, "used": 0.03, "named_head": 0.15,
+        "timely": 0.512, "outdated": -0.357, "session": 0.095, "used": 0.03, "ends_asking": -0.4,
     }
 )  # fmt: skip
 
