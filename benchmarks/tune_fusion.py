@@ -29,8 +29,9 @@ beside the shipped ones when they differ. The cross-validated row measures the p
 A signal added later (`ADDED`) can be learned alone, from 0, with every other weight kept as shipped; the table
 shows that cross-validated too (each fold learns only the added weights; the others were learned on every question
 before, so for them the row is in-sample). Relearning everything moves weights the new signal has nothing to do
-with, and with them behaviour neither corpus measures: `ends_asking` ships that way, because relearning every weight
-once let a user's earlier question outrank the decision that answers it (`tests/test_hook_socket.py`).
+with, and with them behaviour neither corpus measures: `ends_asking` ships that way. Relearning every weight with the
+signal before it (`named_head`, since gone) let a user's earlier question outrank the decision that answers it
+(`tests/test_hook_socket.py`).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ def test_the_ledgers_own_tools_and_the_clients_machinery_are_plumbing_and_other_
         ("That road trip sounds great! Where did you go?", True),
         ("Thanks, Joanna! What's your favorite dish from the show?", True),
         ("Retries back off from 0.5 s. Should I add a test for the cap?", True),
+        ("Wait, you went to Woodhaven?!", True),
         ("Where did you go? I went to Woodhaven.", False),  # asks, then says: the answer is its own
         ("We went to Woodhaven, a small town in the Midwest.", False),
         ("Is it 5xx only?\n[tool] Bash: pytest -q", False),  # the last line is a tool's
@@ -59,6 +60,6 @@ def test_a_turn_ends_asking_when_its_last_sentence_is_a_question(text: str, asks
     assert ends_asking(text) is asks
 
 
-def test_ending_asking_is_read_in_time_linear_in_the_text() -> None:
+def test_only_the_last_sentence_with_a_word_counts_however_long_the_text() -> None:
     assert ends_asking("word " * 200_000 + "?") is True
     assert ends_asking("?" * 1_000_000) is False  # no sentence has a letter

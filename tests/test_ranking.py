@@ -438,5 +438,6 @@ def test_a_statement_that_ends_by_asking_ranks_below_the_answer_that_follows_it(
 
 
 def test_a_turn_that_only_asks_keeps_its_own_signal_not_ending_asking_too() -> None:
-    ranked, _ = rank(Candidates(dense=[Hit(1, 0.6)], sparse=[]), {1: said("t1", "Where did you go?")}, {1: 0.5}, PARAMS, NOW.timestamp(), floor=0.0)
+    memories = {1: said("t1", "Where did you go?")}
+    ranked, _ = rank(Candidates(dense=[Hit(1, 0.6)], sparse=[]), memories, {1: 0.5}, PARAMS, NOW.timestamp(), floor=0.0)
     assert ranked[0].sources.signals.get("question") == 1.0 and "ends_asking" not in ranked[0].sources.signals

@@ -209,7 +209,7 @@ async def test_a_question_that_asks_when_finds_the_memory_that_says_when(project
 CHAT = [  # a chat log stored a line at a time, as `[when] Speaker: text`, a day a session
     ("8 May", "[8 May, 2023] Melanie: I've been painting a lake at sunrise with the kids."),
     ("8 May", "[8 May, 2023] Caroline: The support group met again; it felt good to be heard."),
-    ("9 May", "[9 May, 2023] Melanie: Caroline, researching adoption agencies is a big step! Which agencies are you researching?"),
+    ("9 May", "[9 May, 2023] Melanie: Caroline, adoption agencies, what a big step! Which agencies are you researching?"),
     ("9 May", "[9 May, 2023] Caroline: I've been researching adoption agencies; one in Portland looks right."),
 ]
 

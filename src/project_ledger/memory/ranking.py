@@ -200,6 +200,8 @@ def _signals(
     """`values` (the signals the candidate lists gave) and what the memory itself says, without the zeros."""
     found = dict(values)
     found[act] = 1.0
+    if act == "statement" and ends_asking(memory.text):
+        found["ends_asking"] = 1.0
     if memory.kind in TYPED_KINDS:
         found["decided"] = 1.0
     elif memory.kind == "summary":
@@ -295,7 +297,6 @@ def rank(
             "dense_first": leads.get(("dense", seq), 0.0),
             "timely": float(asks_time and tells_time(memory.text)),
             "outdated": float(memory.superseded_by is not None or seq in outdated),
-            "ends_asking": float(act == "statement" and ends_asking(memory.text)),
         }
         signals = _signals(memory, act, params, now, session, from_lists)
         item = Ranked(

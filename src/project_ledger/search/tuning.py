@@ -60,7 +60,7 @@ MEMORY_CANDIDATES = CandidateParams()
 # `session` and `used` appear in neither corpus and keep the factors set by hand before (x0.37, x1.1, x1.03 per
 # e-fold of uses); `outdated` keeps its x0.7, tuned on how often an outdated version came first. `ends_asking`, added
 # later, was learned alone with the rest kept (`tune_fusion.ADDED`): relearning them all moves weights it has nothing to
-# do with, and once put a user's earlier question above the decision that answers it.
+# do with, and with the signal added before it put a user's earlier question above the decision that answers it.
 LEARNED_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
         "places": 0.9, "bm25_place": 0.0, "dense_place": 0.0, "bm25": 0.3, "cosine": 0.0, "cosine_gap": 0.0,

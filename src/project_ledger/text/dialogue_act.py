@@ -4,9 +4,9 @@ A real session's turns are mostly not answers. The user asks for a decision back
 policy?"), says "ok" or "Same as before.", and the agent's tool calls are stored as log lines (`[tool] Bash:
 pytest -q`). Such a turn shares the words of what it asks about, so BM25 and meaning alike rank it next to, or
 above, the turn or memory that answers. Each act is a signal recall's ranking weighs (`memory/ranking.SIGNALS`):
-only a statement answers. So is a statement that ends by asking (`ends_asking`): "That road trip sounds great!
-Where did you go?" holds the words of what is answered next, by someone else. Pure and linear: a few string checks
-per sentence, no model.
+only a statement answers. A statement that ends by asking is a signal too (`ends_asking`): "That road trip sounds
+great! Where did you go?" holds the words of what is answered next, by someone else. Pure and linear: a few string
+checks per sentence, no model.
 """
 
 from __future__ import annotations
@@ -87,6 +87,10 @@ def dialogue_act(text: str) -> Act:
 
 @functools.lru_cache(maxsize=4096)
 def ends_asking(text: str) -> bool:
-    """Whether the last sentence asks: the speaker hands the floor over, and what it asks about is answered next."""
-    sentences = [s.strip() for s in _SENTENCE.findall(text) if any(c.isalnum() for c in s)]
-    return bool(sentences) and sentences[-1].endswith("?")
+    """Whether the last sentence (with a letter or digit) asks: the speaker hands the floor over, and what it asks
+    about is answered next."""
+    last = ""
+    for sentence in _SENTENCE.finditer(text):
+        if any(c.isalnum() for c in sentence.group()):
+            last = sentence.group()
+    return "?" in last[len(last.rstrip(".!?")) :]
