@@ -6,11 +6,11 @@ its places and scores in both lists, the share of the query's words it holds,
 whether it was found through a neighbouring turn, whether it holds a rare
 identifier the query names, what kind of memory it is and what it does in the
 conversation (a question, an acknowledgement, a tool's log line, a statement
-ending in a question), how fresh it
-is, whether it says when for a question that asks when, whether it is outdated,
-whether it is the caller's session, how often it was used. The weights are
-learned on two corpora nobody tuned them by hand on, and cross-validated
-(`benchmarks/tune_fusion.py`); they are in `search/tuning.py`.
+ending in a question), how fresh it is, whether it says when for a question
+that asks when, whether it is outdated, whether it is the caller's session, how
+often it was used. The weights are learned on two corpora nobody tuned them by
+hand on, and cross-validated (`benchmarks/tune_fusion.py`); they are in
+`search/tuning.py`.
 
 A score says nothing about whether the best match is any good, so each
 memory also gets an absolute *relevance* in [0, 1]: its cosine similarity to
