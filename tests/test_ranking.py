@@ -441,3 +441,12 @@ def test_a_turn_that_only_asks_keeps_its_own_signal_not_ending_asking_too() -> N
     memories = {1: said("t1", "Where did you go?")}
     ranked, _ = rank(Candidates(dense=[Hit(1, 0.6)], sparse=[]), memories, {1: 0.5}, PARAMS, NOW.timestamp(), floor=0.0)
     assert ranked[0].sources.signals.get("question") == 1.0 and "ends_asking" not in ranked[0].sources.signals
+
+
+def test_the_agents_answer_that_ends_by_offering_the_next_step_is_not_ending_asking() -> None:
+    answer = said("t1", "A RetryPolicy dataclass in webhooks/retry.py. First cut with a fixed backoff?", role="assistant")
+    users = said("t2", "Thanks. Which module defines the RetryPolicy dataclass?", role="user")
+    found = Candidates(dense=[Hit(1, 0.6), Hit(2, 0.6)], sparse=[])
+    ranked, _ = rank(found, {1: answer, 2: users}, {1: 0.5, 2: 0.5}, PARAMS, NOW.timestamp(), floor=0.0)
+    signals = {r.seq: r.sources.signals for r in ranked}
+    assert "ends_asking" not in signals[1] and signals[2]["ends_asking"] == 1.0

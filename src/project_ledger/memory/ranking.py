@@ -79,7 +79,7 @@ SIGNALS = (
     "outdated",  # 1 when superseded, or a turn that stated a decision since superseded
     "session",  # 1 when from the caller's session (`current_session`)
     "used",  # log(1 + times fetched by id or pinned)
-    "ends_asking",  # 1 for a statement whose last sentence asks (`dialogue_act.ends_asking`)
+    "ends_asking",  # 1 for a statement whose last sentence asks (`dialogue_act.ends_asking`), not the agent's
 )
 RECENCY_SHARE = 0.3  # of the `fresh` factor that decays with age (the share the earlier ranking was tuned to)
 
@@ -200,7 +200,9 @@ def _signals(
     """`values` (the signals the candidate lists gave) and what the memory itself says, without the zeros."""
     found = dict(values)
     found[act] = 1.0
-    if act == "statement" and ends_asking(memory.text):
+    # The agent's own question at the end of an answer offers the next step ("First cut with a fixed backoff?"): what
+    # it answered is in the sentences before it. Anyone else's asks for what the next turn says.
+    if act == "statement" and memory.role != "assistant" and ends_asking(memory.text):
         found["ends_asking"] = 1.0
     if memory.kind in TYPED_KINDS:
         found["decided"] = 1.0
