@@ -155,7 +155,7 @@ def locomo_corpus(tmp: Path) -> Corpus:
     return Corpus("LoCoMo dev", signals, answers, [item.evidence for item in bench.items], 20, fold, score, alone)
 
 
-Learner = Callable[[Sequence["Corpus"], Sequence[Sequence[int]]], dict[str, float]]
+Learner = Callable[[Sequence[Corpus], Sequence[Sequence[int]]], dict[str, float]]
 
 
 def learn(

@@ -25,6 +25,7 @@ PLUMBING_TOOLS = frozenset(
 )
 MAX_ACK_WORDS = 8
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_CLOSING = re.compile(r"[^.!?\n]*([.!?]*)")  # the rest of a sentence after a position in it, and its closing marks
 _WORD = re.compile(r"[a-z']+")
 # Words that make up an acknowledgement: "ok", "thanks!", "sounds good", "Same as before.", "yes, go ahead".
 _ACK_WORDS = frozenset(
@@ -88,9 +89,9 @@ def dialogue_act(text: str) -> Act:
 @functools.lru_cache(maxsize=4096)
 def ends_asking(text: str) -> bool:
     """Whether the last sentence (with a letter or digit) asks: the speaker hands the floor over, and what it asks
-    about is answered next."""
-    last = ""
-    for sentence in _SENTENCE.finditer(text):
-        if any(c.isalnum() for c in sentence.group()):
-            last = sentence.group()
-    return "?" in last[len(last.rstrip(".!?")) :]
+    about is answered next. Read back from the last letter or digit, so only the text's tail is scanned."""
+    last = next((i for i in range(len(text) - 1, -1, -1) if text[i].isalnum()), None)
+    if last is None:
+        return False
+    found = _CLOSING.match(text, last + 1)
+    return found is not None and "?" in found.group(1)
