@@ -5,8 +5,8 @@ events have been quiet for a moment (or a burst has lasted long enough), then
 re-indexes what changed. An edit is usually searchable a fraction of a second
 after it is saved.
 
-When events were lost (the kernel's inotify queue overflowed, see `observer.py`,
-or an event could not be handled) the paths recorded say too little: the same
+When events were lost (the kernel's inotify queue overflowed, or an event could
+not be handled) the paths recorded say too little: the same
 thread rescans the whole tree instead, as a restart would (only files whose size
 or mtime changed are read again), and `status` and `doctor` say so while it
 runs. Paths that could not be re-indexed (say, on a full disk) are kept and
@@ -16,12 +16,23 @@ The root is watched on its own, and each top-level directory recursively,
 except vendored and tool directories (`.git`, `.ledger`, `node_modules`...):
 those change often, would flood the watcher with events and use up inotify
 watches, and nothing in them is indexed anyway.
+
+A process that reads its inotify events too slowly (a `git checkout` of thousands
+of files writes them faster than that) loses what no longer fits in the kernel's
+queue (`fs.inotify.max_queued_events`, 16,384 by default). watchdog 7.1.1 and later
+repair their watches after that and hand each watch an `EventsLostEvent`; the
+handler here takes it as the signal to rescan. The events asked for are those
+that change what is indexed (created, deleted, modified, moved, closed after a
+write), not opens and closes after reading: every read of a source file (a grep of
+the tree, the indexer's own reads) would otherwise put two more events in the same
+queue.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +51,7 @@ QUIET_SECONDS = 0.15  # wait this long after the last event...
 MAX_DELAY_SECONDS = 0.6  # ...but never longer than this after the first one
 RETRY_SECONDS = 5.0  # an idle watcher looks again this often, so work a full disk held back goes on without a new event
 RESCANNING = "rescanning after the watcher dropped events"
-OVERFLOW = "the kernel's inotify queue overflowed"
+OVERFLOW = "the kernel's inotify queue overflowed" if sys.platform.startswith("linux") else "the system's queue of file events overflowed"
 WatcherState = Literal["running", "rescanning", "off", "failed"]
 
 
@@ -77,7 +88,7 @@ class CodeWatcher:
         self._watch_lock = threading.Lock()  # top-level watches change in the observer's thread and in the worker's
         self._observer: Any = None
         self._handler: Any = None
-        self._events: list[Any] = []  # the event types watched (`observer.EVENTS`)
+        self._events: list[Any] = []  # the event types watched
         self._watches: dict[str, Any] = {}  # top-level directory name -> its recursive watch
         self._publisher = WatchPublisher(state_file) if state_file is not None else None
         self._worker = Worker(
@@ -139,9 +150,19 @@ class CodeWatcher:
     # -- the observer's side ------------------------------------------------------------
 
     def _start_observer(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-
-        from project_ledger.code.observer import EVENTS, create_observer
+        from watchdog.events import (
+            DirCreatedEvent,
+            DirDeletedEvent,
+            DirMovedEvent,
+            EventsLostEvent,
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileDeletedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+            FileSystemEventHandler,
+        )
+        from watchdog.observers import Observer
 
         watcher = self
 
@@ -155,13 +176,20 @@ class CodeWatcher:
                     log.exception("the file watcher could not handle %s", event)
                     watcher._events_dropped("an event could not be handled")
 
-        self._observer = create_observer(self.root, lambda: self._events_dropped(OVERFLOW))
+            def on_events_lost(self, event: Any) -> None:  # one for each watch, once watchdog has repaired them
+                watcher._events_dropped(OVERFLOW)
+
+        self._observer = Observer()
         self._handler = Handler()
-        self._events = EVENTS
+        # A directory's own "modified" is left out: the file inside has its own event.
+        self._events = [
+            FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+            DirCreatedEvent, DirDeletedEvent, DirMovedEvent, EventsLostEvent,
+        ]  # fmt: skip
         self._observer.schedule(self._handler, str(self.root), recursive=False, event_filter=self._events)
         for entry in sorted(self.root.iterdir()):
             self._watch_top_level(entry.name)
-        self._observer.start()  # e.g. the inotify watch limit fails it here
+        self._observer.start()
         self._publish()
 
     def _stop_observer(self) -> None:
