@@ -51,7 +51,11 @@ QUIET_SECONDS = 0.15  # wait this long after the last event...
 MAX_DELAY_SECONDS = 0.6  # ...but never longer than this after the first one
 RETRY_SECONDS = 5.0  # an idle watcher looks again this often, so work a full disk held back goes on without a new event
 RESCANNING = "rescanning after the watcher dropped events"
-OVERFLOW = "the kernel's inotify queue overflowed" if sys.platform.startswith("linux") else "the system's queue of file events overflowed"
+OVERFLOW = (
+    "the kernel's inotify queue overflowed"
+    if sys.platform.startswith("linux")
+    else "the system's queue of file events overflowed"  # Windows: watchdog reports a full change buffer so too
+)
 WatcherState = Literal["running", "rescanning", "off", "failed"]
 
 
@@ -168,6 +172,8 @@ class CodeWatcher:
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
+                if isinstance(event, EventsLostEvent):  # its path is a watch's, not a change: `on_events_lost` takes it
+                    return
                 try:
                     watcher._record(event.src_path)
                     if getattr(event, "dest_path", ""):
