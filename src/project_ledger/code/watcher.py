@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 QUIET_SECONDS = 0.15  # wait this long after the last event...
 MAX_DELAY_SECONDS = 0.6  # ...but never longer than this after the first one
 RETRY_SECONDS = 5.0  # an idle watcher looks again this often, so work a full disk held back goes on without a new event
+LOST_WAIT_SECONDS = 2.0  # after one watch reports lost events, wait at most this long for the others before rescanning
 RESCANNING = "rescanning after the watcher dropped events"
 OVERFLOW = (
     "the kernel's inotify queue overflowed"
@@ -86,6 +87,8 @@ class CodeWatcher:
         self.latest_rescan: Rescan | None = None
         self._pending: set[str] = set()
         self._dropped: tuple[str, str] | None = None  # (why, when) events were lost since the last rescan began
+        self._dropped_since = 0.0  # monotonic time of that first loss
+        self._lost_from: set[str] = set()  # the watches that reported lost events since the last rescan began
         self._first_event = 0.0
         self._last_event = 0.0
         self._lock = threading.Lock()
@@ -182,8 +185,8 @@ class CodeWatcher:
                     log.exception("the file watcher could not handle %s", event)
                     watcher._events_dropped("an event could not be handled")
 
-            def on_events_lost(self, event: Any) -> None:  # one for each watch, once watchdog has repaired them
-                watcher._events_dropped(OVERFLOW)
+            def on_events_lost(self, event: Any) -> None:
+                watcher._events_dropped(OVERFLOW, event.src_path)
 
         self._observer = Observer()
         self._handler = Handler()
@@ -240,14 +243,32 @@ class CodeWatcher:
             self._pending.add(rel)
         self._worker.wake()
 
-    def _events_dropped(self, why: str) -> None:
-        """Events were lost: the next round rescans the tree, once events have been quiet for a moment."""
-        log.warning("the file watcher dropped events (%s): the tree is rescanned once events are quiet", why)
+    def _events_dropped(self, why: str, watch: str | bytes | None = None) -> None:
+        """Events were lost (reported by `watch`, if a watch reported it): the next round rescans the tree, once
+        events have been quiet for a moment.
+
+        An inotify overflow drops events for every watch, and watchdog reports it to each, each behind the events
+        its watch read before: the root's report can come after thousands of others. So the rescan waits until
+        every watch has reported (or LOST_WAIT_SECONDS have passed: on Windows a loss is one watch's), and one
+        overflow costs one rescan, not one a watch. The report is recorded in the same hold of the lock that marks
+        the rescan due: otherwise a rescan could start between the two and the same report call for another."""
         with self._lock:
             self._note_event()
-            if self._dropped is None:
+            if watch is not None:
+                self._lost_from.add(os.path.normpath(os.fsdecode(watch)))
+            first = self._dropped is None
+            if first:
                 self._dropped = (why, time.strftime("%H:%M:%S UTC", time.gmtime()))
+                self._dropped_since = time.monotonic()
+        if first:  # once, not once a watch
+            log.warning("the file watcher dropped events (%s): the tree is rescanned once events are quiet", why)
         self._worker.wake()
+
+    def _watched(self) -> set[str]:
+        """The paths watched: the root and each top-level directory."""
+        with self._watch_lock:
+            names = list(self._watches)
+        return {os.path.normpath(path) for path in (str(self.root), *(str(self.root / name) for name in names))}
 
     def _note_event(self) -> None:
         """Under `_lock`: an event (or a loss of events) came now."""
@@ -262,14 +283,20 @@ class CodeWatcher:
         """Re-index the changed paths (or rescan the tree, if events were lost) once events have been quiet for
         QUIET_SECONDS, or a burst has lasted MAX_DELAY_SECONDS; until then, ask to run again when that moment comes
         (a new event wakes it sooner)."""
+        watched = self._watched()
         with self._lock:
             if not self._pending and self._dropped is None:
                 return None
-            wait = min(self._last_event + QUIET_SECONDS, self._first_event + MAX_DELAY_SECONDS) - time.monotonic()
+            now = time.monotonic()
+            wait = min(self._last_event + QUIET_SECONDS, self._first_event + MAX_DELAY_SECONDS) - now
+            if self._lost_from and not watched <= self._lost_from:  # other watches' reports of the same loss to come
+                wait = max(wait, self._dropped_since + LOST_WAIT_SECONDS - now)
             if wait > 0:
                 return RunAgain(wait)
             paths, first, self._pending = self._pending, self._first_event, set()
             dropped, self._dropped = self._dropped, None
+            if dropped is not None:
+                self._lost_from = set()
         started = time.monotonic()
         try:
             if dropped is not None:
