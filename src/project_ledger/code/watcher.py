@@ -283,13 +283,15 @@ class CodeWatcher:
         """Re-index the changed paths (or rescan the tree, if events were lost) once events have been quiet for
         QUIET_SECONDS, or a burst has lasted MAX_DELAY_SECONDS; until then, ask to run again when that moment comes
         (a new event wakes it sooner)."""
-        watched = self._watched()
+        # The watches are listed (under `_watch_lock`, which a new directory's `schedule` holds) only while a loss is
+        # reported; a report that lands after this look is caught below, as not yet heard from every watch.
+        watched = self._watched() if self._lost_from else None
         with self._lock:
             if not self._pending and self._dropped is None:
                 return None
             now = time.monotonic()
             wait = min(self._last_event + QUIET_SECONDS, self._first_event + MAX_DELAY_SECONDS) - now
-            if self._lost_from and not watched <= self._lost_from:  # other watches' reports of the same loss to come
+            if self._lost_from and (watched is None or not watched <= self._lost_from):  # more reports of it to come
                 wait = max(wait, self._dropped_since + LOST_WAIT_SECONDS - now)
             if wait > 0:
                 return RunAgain(wait)
