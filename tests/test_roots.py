@@ -9,6 +9,7 @@ Claude Desktop starts servers anywhere and shares none, which is why
 from __future__ import annotations
 
 import subprocess
+import threading
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,7 +22,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ListRootsResult, Root
 
+from project_ledger.config import Settings
+from project_ledger.errors import LedgerError
+from project_ledger.factory import open_ledger
 from project_ledger.mcp.app import create_server
+from project_ledger.mcp.handle import LedgerHandle
 
 from .conftest import EXECUTABLE, Ledger, settings_from
 
@@ -132,3 +137,24 @@ async def test_a_named_root_that_does_not_exist_is_reported_not_created(tmp_path
     completed = subprocess.run([EXECUTABLE, "status", "--root", str(missing)], capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2 and "does not exist" in completed.stderr
     assert not (tmp_path / "typo").exists()
+
+
+def test_a_switch_closes_the_old_projects_ledger_only_once_the_calls_using_it_have_ended(tmp_path: Path) -> None:
+    """A call in flight when the client's roots change keeps the ledger it started on (it used to meet a closed
+    database: "journal ... could not be read"); calls after the switch get the new project's."""
+    first, second = git_project(tmp_path / "first"), git_project(tmp_path / "second")
+    handle = LedgerHandle(lambda root: open_ledger(Settings(root=root, watch=False), root), first)
+    try:
+        with handle.lease() as ledger:
+            switching = threading.Thread(target=handle.switch, args=(second,))
+            switching.start()
+            served = handle.get()  # returns once the switch has opened the second project and waits for this lease
+            assert served is not ledger and handle.root == second
+            assert ledger.status().root == str(first)  # still open
+            assert switching.is_alive()
+        switching.join()
+        with pytest.raises(LedgerError):
+            ledger.status()
+        assert handle.get().status().root == str(second)
+    finally:
+        handle.close()

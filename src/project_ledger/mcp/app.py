@@ -153,9 +153,9 @@ class LedgerTools:
         (a tool or a resource error)."""
         await self.roots.settled()
         try:
-            ledger = self.handle.get()
-            ledger.release_start()
-            return await anyio.to_thread.run_sync(fn, ledger)
+            with self.handle.lease() as ledger:  # a switch to another root waits for this call before closing it
+                ledger.release_start()
+                return await anyio.to_thread.run_sync(fn, ledger)
         except LedgerError as exc:
             raise error(str(exc)) from exc
         except Exception as exc:

@@ -9,20 +9,24 @@ the condition clears.
 A server that has no project root yet (started outside any project, waiting for
 the client's workspace roots) has no opener at all: calls say so, and nothing is
 written anywhere. When the client names its root, or names another one later,
-`switch` closes the open service and opens the one for that root.
+`switch` opens the service for that root, serves calls from it, and closes the
+old one once the calls still using it (`lease`) have ended.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from project_ledger.errors import LedgerError, StorageError
 from project_ledger.memory.service import LedgerService
 
 RETRY_SECONDS = 3.0
+SWITCH_WAIT_SECONDS = 30.0  # how long a switch waits for calls on the old service before closing it anyway
 
 
 class LedgerHandle:
@@ -38,6 +42,8 @@ class LedgerHandle:
         self._open_ledger = open_ledger
         self._hold = hold
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)  # a lease ended
+        self._leases: Counter[int] = Counter()  # id of a service -> calls using it
         self._root = root
         self._ledger: LedgerService | None = None
         self._error: str | None = None if root else f"no project root: {no_root_reason}."
@@ -67,28 +73,50 @@ class LedgerHandle:
     def get(self) -> LedgerService:
         """The open service; retries the opening when it failed, else raises the reason."""
         with self._lock:
-            if self._ledger is None and self._root is None:
-                raise StorageError(
-                    f"{self._error} Start the server with --root <project directory>, or use a client that shares its "
-                    "workspace (MCP roots). Nothing is stored until then."
-                )
-            if self._ledger is None and time.monotonic() - self._tried_at >= RETRY_SECONDS:
-                self._try_open()
-                self._start_opened()
-            if self._ledger is None:
-                raise StorageError(f"the ledger is not available: {self._error} It is retried on every call.")
-            return self._ledger
+            return self._get()
+
+    @contextmanager
+    def lease(self) -> Iterator[LedgerService]:
+        """The open service (as `get`), kept open until the block ends even if `switch` moves to another root."""
+        with self._lock:
+            ledger = self._get()
+            self._leases[id(ledger)] += 1
+        try:
+            yield ledger
+        finally:
+            with self._lock:
+                self._leases[id(ledger)] -= 1
+                if not self._leases[id(ledger)]:
+                    del self._leases[id(ledger)]
+                    self._released.notify_all()
+
+    def _get(self) -> LedgerService:
+        """`get`, with the lock held."""
+        if self._ledger is None and self._root is None:
+            raise StorageError(
+                f"{self._error} Start the server with --root <project directory>, or use a client that shares its "
+                "workspace (MCP roots). Nothing is stored until then."
+            )
+        if self._ledger is None and time.monotonic() - self._tried_at >= RETRY_SECONDS:
+            self._try_open()
+            self._start_opened()
+        if self._ledger is None:
+            raise StorageError(f"the ledger is not available: {self._error} It is retried on every call.")
+        return self._ledger
 
     def switch(self, root: Path) -> bool:
-        """Serve the project at `root` from now on; False if it is the one already served."""
+        """Serve the project at `root` from now on; False if it is the one already served. The new service is
+        opened first, so calls that come meanwhile wait for it, not for the old one's calls; the old one is closed
+        once the calls using it have ended (a call past SWITCH_WAIT_SECONDS meets a closed service)."""
         with self._lock:
             if root == self._root:
                 return False
             old, self._ledger, self._root = self._ledger, None, root
-            if old is not None:
-                old.close()
             self._try_open()
             self._start_opened()
+            if old is not None:
+                self._released.wait_for(lambda: not self._leases[id(old)], SWITCH_WAIT_SECONDS)
+                old.close()
             return True
 
     def start(self) -> None:
