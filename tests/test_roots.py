@@ -148,8 +148,8 @@ def test_a_switch_closes_the_old_projects_ledger_only_once_the_calls_using_it_ha
         with handle.lease() as ledger:
             switching = threading.Thread(target=handle.switch, args=(second,))
             switching.start()
-            served = handle.get()  # returns once the switch has opened the second project and waits for this lease
-            assert served is not ledger and handle.root == second
+            while handle.root != second:  # the switch has begun: it names the new root, then waits for this lease
+                switching.join(0.01)
             assert ledger.status().root == str(first)  # still open
             assert switching.is_alive()
         switching.join()

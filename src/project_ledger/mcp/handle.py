@@ -9,8 +9,8 @@ the condition clears.
 A server that has no project root yet (started outside any project, waiting for
 the client's workspace roots) has no opener at all: calls say so, and nothing is
 written anywhere. When the client names its root, or names another one later,
-`switch` opens the service for that root, serves calls from it, and closes the
-old one once the calls still using it (`lease`) have ended.
+`switch` closes the open service once the calls still using it (`lease`) have
+ended, and opens the one for that root; calls that come meanwhile wait for it.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ class LedgerHandle:
         self._open_ledger = open_ledger
         self._hold = hold
         self._lock = threading.Lock()
-        self._released = threading.Condition(self._lock)  # a lease ended
+        self._changed = threading.Condition(self._lock)  # a lease ended, or a switch did
         self._leases: Counter[int] = Counter()  # id of a service -> calls using it
+        self._switching = False
         self._root = root
         self._ledger: LedgerService | None = None
         self._error: str | None = None if root else f"no project root: {no_root_reason}."
@@ -88,10 +89,11 @@ class LedgerHandle:
                 self._leases[id(ledger)] -= 1
                 if not self._leases[id(ledger)]:
                     del self._leases[id(ledger)]
-                    self._released.notify_all()
+                    self._changed.notify_all()
 
     def _get(self) -> LedgerService:
-        """`get`, with the lock held."""
+        """`get`, with the lock held (and let go while a switch is under way)."""
+        self._changed.wait_for(lambda: not self._switching)
         if self._ledger is None and self._root is None:
             raise StorageError(
                 f"{self._error} Start the server with --root <project directory>, or use a client that shares its "
@@ -105,18 +107,24 @@ class LedgerHandle:
         return self._ledger
 
     def switch(self, root: Path) -> bool:
-        """Serve the project at `root` from now on; False if it is the one already served. The new service is
-        opened first, so calls that come meanwhile wait for it, not for the old one's calls; the old one is closed
-        once the calls using it have ended (a call past SWITCH_WAIT_SECONDS meets a closed service)."""
+        """Serve the project at `root` from now on; False if it is the one already served. The old service is
+        closed once the calls using it have ended (a call past SWITCH_WAIT_SECONDS meets a closed service), before
+        the new one opens: both may share a data directory (LEDGER_DATA_DIR)."""
         with self._lock:
+            self._changed.wait_for(lambda: not self._switching)
             if root == self._root:
                 return False
             old, self._ledger, self._root = self._ledger, None, root
-            self._try_open()
-            self._start_opened()
-            if old is not None:
-                self._released.wait_for(lambda: not self._leases[id(old)], SWITCH_WAIT_SECONDS)
-                old.close()
+            self._switching = True
+            try:
+                if old is not None:
+                    self._changed.wait_for(lambda: not self._leases[id(old)], SWITCH_WAIT_SECONDS)
+                    old.close()
+                self._try_open()
+                self._start_opened()
+            finally:
+                self._switching = False
+                self._changed.notify_all()
             return True
 
     def start(self) -> None:
