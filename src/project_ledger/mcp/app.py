@@ -152,10 +152,14 @@ class LedgerTools:
         """Run `fn` on the service off the event loop, once the project root is settled; failures become `error`
         (a tool or a resource error)."""
         await self.roots.settled()
-        try:
+
+        def leased() -> T:  # in the worker thread: a lease may wait for a switch, which must not hold up the event loop
             with self.handle.lease() as ledger:  # a switch to another root waits for this call before closing it
                 ledger.release_start()
-                return await anyio.to_thread.run_sync(fn, ledger)
+                return fn(ledger)
+
+        try:
+            return await anyio.to_thread.run_sync(leased)
         except LedgerError as exc:
             raise error(str(exc)) from exc
         except Exception as exc:
