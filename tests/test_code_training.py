@@ -43,10 +43,29 @@ def test_a_documented_function_gives_its_summary_as_the_question_and_its_code_wi
         'def short(x):\n    """Too short."""\n    return x\n'
     )
     questions = build.held_out_python(source, tmp_path / "stripped")
-    pairs = build.pairs_of_tree(tmp_path / "stripped", questions, "shapes==1.0")
+    pairs, symbols_read = build.pairs_of_tree(tmp_path / "stripped", questions, "shapes==1.0")
     assert [p["q"] for p in pairs] == ["Return the straight-line distance between two points."]
     assert "distance_between" in pairs[0]["d"] and "straight-line" not in pairs[0]["d"]
     assert pairs[0]["line"] == 1 and pairs[0]["package"] == "shapes==1.0"
+    # Every symbol of the file is read, the one too short to ask about too: the wrong answers beside the right one.
+    assert [(s["line"], s["d"] == pairs[0]["d"]) for s in symbols_read] == [(1, True), (9, False)]
+    assert "short" in symbols_read[1]["d"] and "Too short" not in symbols_read[1]["d"]
+
+
+def test_neighbours_are_the_nearest_symbols_of_a_pairs_file_that_no_pair_answers_each_once(
+    build: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pairs = [pair("Parse a header.", "parse", line=10), pair("Format a header.", "format", line=40)]
+    read = [
+        {"d": pairs[0]["d"], "package": "pkg", "path": "pkg/mod.py", "line": 10},  # a pair's own document
+        *({"d": f"function helper_{n}", "package": "pkg", "path": "pkg/mod.py", "line": n} for n in (1, 12, 30, 38, 90)),
+        {"d": "function elsewhere", "package": "pkg", "path": "pkg/other.py", "line": 11},  # another file
+        {"d": "function other_package", "package": "lib", "path": "pkg/mod.py", "line": 11},  # another package
+    ]
+    monkeypatch.setattr(build, "NEIGHBOURS", 2)
+    chosen = build.neighbours(pairs, read)
+    # line 10's nearest are 12 and 1 (30 is farther); line 40's are 38 and 30; 30 is kept once, in reading order.
+    assert [s["line"] for s in chosen] == [1, 12, 30, 38]
 
 
 def test_tests_vendored_copies_measured_trees_and_type_declarations_are_not_read(build: ModuleType) -> None:

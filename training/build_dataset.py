@@ -61,6 +61,7 @@ MEASURED = ((RICH, "python"), (CLICK, "python"), (HTTPX, "python"), (ZOD, "types
 MAX_QUESTION_CHARS = 300  # what code_search.py asks with
 PER_PACKAGE = 400
 MAX_SAME_QUESTION = 3
+NEIGHBOURS = 8  # symbols of a pair's file kept as its wrong answers (the query model's negatives)
 NEAR_DUPLICATE = 0.7
 SHINGLE = 3
 MINHASH_BANDS, MINHASH_ROWS = 32, 4
@@ -224,13 +225,14 @@ def pruned(root: Path, language: str) -> None:
             path.unlink()
 
 
-def pairs_of_tree(stripped: Path, questions: list, label: str) -> list[dict]:
-    """Each question with the text the index embeds for its symbol, read from the stripped copy of the tree."""
+def pairs_of_tree(stripped: Path, questions: list, label: str) -> tuple[list[dict], list[dict]]:
+    """Each question with the text the index embeds for its symbol, read from the stripped copy of the tree; and
+    every symbol of the files read (documented or not), as the index embeds it: what a question meets in a tree."""
     grammars = Grammars()
     by_path: dict[str, list] = {}
     for q in questions:
         by_path.setdefault(q.path, []).append(q)
-    out = []
+    out, symbols_read = [], []
     for rel in sorted(by_path):
         spec = language_for(rel)
         if spec is None:
@@ -239,6 +241,10 @@ def pairs_of_tree(stripped: Path, questions: list, label: str) -> list[dict]:
         symbols = extract(grammars.get(BY_NAME[spec.name]), source)
         record = FileRecord(rel, spec.name, len(source), 0, content_digest(source), source.count(b"\n") + 1)
         rows = ParsedFile.build(record, symbols.definitions, symbols.references, redact=True).symbols
+        symbols_read += [
+            {"d": embed_text(row[2], row[1], row[5], row[6], row[9], rel), "package": label, "path": rel, "line": row[3]}
+            for row in rows
+        ]
         for q in by_path[rel]:
             # The benchmark's answer: the symbol named (Python) or starting on the definition's line, spanning it.
             fitting = [
@@ -259,11 +265,11 @@ def pairs_of_tree(stripped: Path, questions: list, label: str) -> list[dict]:
                     "language": spec.name,
                 }
             )
-    return out
+    return out, symbols_read
 
 
-def extract_package(package: Package, archive: Path, work: Path) -> tuple[list[dict], str]:
-    """The pairs of one package and its licence."""
+def extract_package(package: Package, archive: Path, work: Path) -> tuple[list[dict], list[dict], str]:
+    """The pairs of one package, the symbols of the files they come from, and its licence."""
     slug = package.spec.replace("/", "__")
     root = unpack(archive, work / "unpacked" / slug)
     declared = licence(archive, root, package.registry)
@@ -273,10 +279,10 @@ def extract_package(package: Package, archive: Path, work: Path) -> tuple[list[d
         questions = held_out_python(root, stripped)
     else:
         questions = held_out_typescript(root, stripped, ECMA_SUFFIXES)
-    pairs = pairs_of_tree(stripped, questions, package.spec)
+    pairs, symbols_read = pairs_of_tree(stripped, questions, package.spec)
     shutil.rmtree(work / "unpacked" / slug, ignore_errors=True)
     shutil.rmtree(stripped, ignore_errors=True)
-    return pairs, declared
+    return pairs, symbols_read, declared
 
 
 def measured_trees(work: Path) -> list[dict]:
@@ -293,7 +299,7 @@ def measured_trees(work: Path) -> list[dict]:
             raise SystemExit(f"could not download the measured tree {spec}: the near-duplicate check needs it")
         stripped = bench / "stripped" / source.name
         questions = held_out_python(source, stripped) if language == "python" else held_out_typescript(source, stripped)
-        out += pairs_of_tree(stripped, questions, spec)
+        out += pairs_of_tree(stripped, questions, spec)[0]
     return out
 
 
@@ -380,11 +386,27 @@ def deduplicated(pairs: list[dict], measured: list[dict]) -> tuple[list[dict], C
     return [p for i, p in enumerate(same_question) if i not in near], dropped
 
 
-def _extract_job(args: tuple[Package, Path, Path]) -> tuple[str, list[dict], str, float]:
+def neighbours(pairs: list[dict], symbols_read: list[dict]) -> list[dict]:
+    """For each pair, the NEIGHBOURS symbols of its file nearest its line that are not a pair's document (most of
+    them undocumented): the wrong answers a question meets beside the right one in a real tree, which the pairs
+    alone never show. Each symbol once, in the order the packages and files were read."""
+    documents = {(p["package"], p["d"]) for p in pairs}
+    by_file: dict[tuple[str, str], list[int]] = {}
+    for i, symbol in enumerate(symbols_read):
+        if (symbol["package"], symbol["d"]) not in documents:
+            by_file.setdefault((symbol["package"], symbol["path"]), []).append(i)
+    chosen: set[int] = set()
+    for pair in pairs:
+        others = by_file.get((pair["package"], pair["path"]), [])
+        chosen.update(sorted(others, key=lambda i: (abs(symbols_read[i]["line"] - pair["line"]), i))[:NEIGHBOURS])
+    return [symbols_read[i] for i in sorted(chosen)]
+
+
+def _extract_job(args: tuple[Package, Path, Path]) -> tuple[str, list[dict], list[dict], str, float]:
     package, archive, work = args
     started = time.monotonic()
-    pairs, declared = extract_package(package, archive, work)
-    return package.spec, pairs, declared, time.monotonic() - started
+    pairs, symbols_read, declared = extract_package(package, archive, work)
+    return package.spec, pairs, symbols_read, declared, time.monotonic() - started
 
 
 def main() -> None:
@@ -412,10 +434,12 @@ def main() -> None:
     downloaded = time.monotonic()
     log(f"{len(archives)} packages downloaded or found in {downloaded - started:.0f} s")
     results: dict[str, tuple[list[dict], str]] = {}
+    symbols_read: list[dict] = []
     jobs = [(p, archives[p.spec], args.work) for p in packages]
     with ProcessPoolExecutor(args.workers) as pool:
-        for spec, pairs, declared, seconds in pool.map(_extract_job, jobs):
+        for spec, pairs, read, declared, seconds in pool.map(_extract_job, jobs):
             results[spec] = (pairs, declared)
+            symbols_read += read
             log(f"{spec}: {len(pairs)} pairs ({declared}) in {seconds:.1f} s")
     measured = measured_trees(args.work)
     everything = [pair for p in packages for pair in results[p.spec][0]]
@@ -425,10 +449,15 @@ def main() -> None:
         for pair in kept:
             handle.write(json.dumps({k: pair[k] for k in ("q", "d", "package", "path", "line", "language")}, ensure_ascii=False) + "\n")
     digest = sha256_of(out)
+    others = neighbours(kept, symbols_read)
+    with (args.work / "neighbours.jsonl").open("w", encoding="utf-8") as handle:
+        for symbol in others:
+            handle.write(json.dumps(symbol, ensure_ascii=False) + "\n")
     counts = Counter(p["package"] for p in kept)
     summary = {
         "pairs": len(kept),
         "sha256": digest,
+        "neighbours": {"symbols": len(others), "sha256": sha256_of(args.work / "neighbours.jsonl")},
         "extracted": len(everything),
         "dropped": dict(dropped),
         "measured_symbols_checked": len(measured),
@@ -440,6 +469,7 @@ def main() -> None:
     }
     (HERE / "dataset.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     log(f"{len(kept)} pairs ({dict(dropped)}) -> {out}, sha256 {digest}")
+    log(f"{len(others)} neighbouring symbols -> {args.work / 'neighbours.jsonl'}")
 
 
 if __name__ == "__main__":
