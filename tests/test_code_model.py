@@ -13,7 +13,7 @@ import pytest
 from onnx import numpy_helper
 
 from project_ledger.search import code_model
-from project_ledger.search.bundled_model import PREPARED_TABLE, prepare, shipped_graph
+from project_ledger.search.bundled_model import PREPARED_TABLE, Variant, prepare, shipped_graph
 from project_ledger.search.embedding import CODE_IDENTITY, TRAINED_CODE_IDENTITY, CodeEmbedder, OnnxEmbedder
 
 BIAS = "inner.encoder.layer.0.attention.self.query.bias"
@@ -25,10 +25,16 @@ def npz(**arrays: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def test_the_code_model_prepares_to_its_pinned_graph_with_the_bundled_token_table() -> None:
-    graph, table = prepare(code_model.CODE_MODEL)
-    assert hashlib.sha256(graph).hexdigest() == code_model.CODE_PREPARED_GRAPH
-    assert hashlib.sha256(table).hexdigest() == PREPARED_TABLE  # the token table was not trained: one for both
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [(code_model.CODE_MODEL, code_model.CODE_PREPARED_GRAPH), (code_model.QUERY_MODEL, code_model.QUERY_PREPARED_GRAPH)],
+)
+def test_the_code_and_query_models_prepare_to_their_pinned_graphs_with_the_bundled_token_table(
+    variant: Variant, expected: str
+) -> None:
+    graph, table = prepare(variant)
+    assert hashlib.sha256(graph).hexdigest() == expected
+    assert hashlib.sha256(table).hexdigest() == PREPARED_TABLE  # the token table was not trained: one for all
 
 
 def test_the_code_model_changes_the_encoder_layers_alone() -> None:
@@ -42,6 +48,18 @@ def test_the_code_model_changes_the_encoder_layers_alone() -> None:
         ]  # an int8 matrix is stored as its difference from the bundled one
         assert sum(moved) > len(names) // 2  # trained, not a copy
     assert not any("embeddings" in name for name in names)  # the token and position tables are the bundled ones
+
+
+def test_the_query_model_is_the_code_model_with_other_biases_and_layer_norms() -> None:
+    with (
+        np.load(io.BytesIO(code_model.trained_weights())) as code,
+        np.load(io.BytesIO(code_model.trained_weights(code_model.QUERY_MODEL_FILE))) as query,
+    ):
+        assert set(code.files) == set(query.files)
+        matrices = [name for name in code.files if code[name].ndim == 2 or name.endswith("_scale")]
+        assert matrices and all(np.array_equal(code[name], query[name]) for name in matrices)  # int8 as shipped
+        floats = [name for name in code.files if name not in matrices]
+        assert sum(not np.array_equal(code[name], query[name]) for name in floats) > len(floats) // 2
 
 
 def test_weights_replace_the_initializers_they_name_and_weights_that_do_not_fit_are_refused() -> None:
@@ -65,8 +83,11 @@ def test_weights_replace_the_initializers_they_name_and_weights_that_do_not_fit_
 
 def test_a_code_model_file_with_another_hash_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(code_model, "CODE_MODEL_SHA256", "0" * 64)  # as if the shipped file had been changed
-    with pytest.raises(RuntimeError, match="reinstall project-ledger"):
+    with pytest.raises(RuntimeError, match="the code model has sha256 .*reinstall project-ledger"):
         code_model.trained_weights()
+    monkeypatch.setattr(code_model, "QUERY_MODEL_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match="the code query model has sha256 .*reinstall project-ledger"):
+        code_model.trained_weights(code_model.QUERY_MODEL_FILE)
 
 
 def test_a_damaged_code_model_fails_code_embedding_alone_and_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -78,7 +99,26 @@ def test_a_damaged_code_model_fails_code_embedding_alone_and_says_why(monkeypatc
     assert code.state == "failed" and code.detail is not None and "reinstall project-ledger" in code.detail
     assert model.load() and model.embed_query("which build tool").shape == (384,)  # memories keep their model
     with pytest.raises(RuntimeError, match="code model has sha256"):
-        code.embed_query("parse a header line")
+        code.embed_documents(["function parse_header: parse header"])
+
+
+def test_a_damaged_query_model_leaves_code_search_unloaded_and_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(code_model, "QUERY_MODEL_SHA256", "0" * 64)
+    code = CodeEmbedder(OnnxEmbedder(1, tmp_path))
+    assert not code.load()  # the symbols' model loads, but questions could not be asked
+    assert code.state == "failed" and code.detail is not None and "code query model has sha256" in code.detail
+
+
+def test_questions_get_the_query_models_vectors_and_symbols_keep_the_code_models(tmp_path: Path) -> None:
+    model = OnnxEmbedder(1, tmp_path)
+    shipped, before = CodeEmbedder(model), CodeEmbedder(model, query_model=False)
+    assert shipped.identity == before.identity == TRAINED_CODE_IDENTITY  # an index made before needs no new vectors
+    texts = ["function parse_header: parse header\ndef parse_header(line):", "class LRUCache: lru cache"]
+    assert np.array_equal(np.stack(shipped.embed_documents(texts)), np.stack(before.embed_documents(texts)))
+    question, earlier = shipped.embed_query("Parse one header line."), before.embed_query("Parse one header line.")
+    assert abs(float(np.linalg.norm(question)) - 1.0) < 1e-5 and not np.allclose(question, earlier, atol=1e-3)
+    assert float(question @ earlier) > 0.8  # trained from the code model: the same space
 
 
 def test_the_code_model_gives_unit_vectors_of_its_own_under_its_own_identity(tmp_path: Path) -> None:

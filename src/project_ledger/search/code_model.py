@@ -7,6 +7,11 @@ model is the bundled graph with them swapped in (`with_weights`), prepared like 
 (`bundled_model.Variant`) and sharing its token table and tokenizer. The file is checked against CODE_MODEL_SHA256
 before use: a changed file fails the load (code search then runs on BM25 and says why), as a changed bundled model
 does.
+
+The questions have an encoder of their own, the query model (QUERY_MODEL, `code_query_model.npz`): the code model
+trained further on the question side alone, against the code model's own vectors of every symbol of a package
+(`training/finetune_queries.py`). It is stored, checked and prepared the same way. Symbols keep the code model's
+vectors, so an index embedded before it came needs nothing done.
 """
 
 from __future__ import annotations
@@ -21,14 +26,18 @@ CODE_MODEL_FILE = "code_model.npz"
 CODE_MODEL_SHA256 = "abd1bb361782551e0851cb956c34e6eb116984b46af300e40b4662d8304c2d43"
 # What preparing the code model gives (`bundled_model.prepare`); the token table is the bundled one.
 CODE_PREPARED_GRAPH = "9a4f735a3cca1aaa422ad0e6cf0d8d7074efde77987b63afff1b0de2f18fe3c4"
+QUERY_MODEL_FILE = "code_query_model.npz"
+QUERY_MODEL_SHA256 = "95e8f13bf32700ee0270f66fe1e373bdd0e176540d17090893a89fcbaeb68cd2"
+QUERY_PREPARED_GRAPH = "4c7f0cb4ec9a395fd86e57bc7257d700547d86a088d710ca957dbecfc88d4554"
 
 
-def trained_weights() -> bytes:
-    """The shipped file's bytes, after its hash check."""
-    content = resources.files(__package__).joinpath("trained", CODE_MODEL_FILE).read_bytes()
+def trained_weights(file: str = CODE_MODEL_FILE) -> bytes:
+    """A shipped file's bytes (the code model's, or the query model's), after its hash check."""
+    expected, what = (CODE_MODEL_SHA256, "code model") if file == CODE_MODEL_FILE else (QUERY_MODEL_SHA256, "code query model")
+    content = resources.files(__package__).joinpath("trained", file).read_bytes()
     actual = hashlib.sha256(content).hexdigest()
-    if actual != CODE_MODEL_SHA256:
-        raise RuntimeError(f"the code model has sha256 {actual}, expected {CODE_MODEL_SHA256}; reinstall project-ledger")
+    if actual != expected:
+        raise RuntimeError(f"the {what} has sha256 {actual}, expected {expected}; reinstall project-ledger")
     return content
 
 
@@ -65,4 +74,11 @@ def _code_graph() -> bytes:
     return with_weights(shipped_graph(), trained_weights())
 
 
+def _query_graph() -> bytes:
+    return with_weights(shipped_graph(), trained_weights(QUERY_MODEL_FILE))
+
+
 CODE_MODEL = Variant(f"minilm-code-{CODE_MODEL_SHA256[:12]}-{CODE_PREPARED_GRAPH[:12]}", CODE_PREPARED_GRAPH, _code_graph)
+QUERY_MODEL = Variant(
+    f"minilm-code-query-{QUERY_MODEL_SHA256[:12]}-{QUERY_PREPARED_GRAPH[:12]}", QUERY_PREPARED_GRAPH, _query_graph
+)

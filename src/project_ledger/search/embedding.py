@@ -32,7 +32,7 @@ from project_ledger.search.bundled_model import (
     check,
     prepared_model,
 )
-from project_ledger.search.code_model import CODE_MODEL, CODE_MODEL_SHA256
+from project_ledger.search.code_model import CODE_MODEL, CODE_MODEL_SHA256, QUERY_MODEL
 from project_ledger.search.process_memory import one_malloc_arena, release_freed_memory
 
 if TYPE_CHECKING:
@@ -393,15 +393,19 @@ class CodeEmbedder:
     questions about code, under TRAINED_CODE_IDENTITY; or, with `trained=False`, the bundled model as memories use
     it, under CODE_IDENTITY (the ranking before the code model, for the benchmarks).
 
-    The code model is a session of its own (`OnnxEmbedder.with_variant`), loaded by code search's worker once the
-    bundled model is ready and there is code to search (`settle`), or by `load` (the CLI): a server of a project
-    without code never loads it. A damaged code model file leaves code search on BM25 with the reason in `detail`,
-    and the memories' embedder untouched. Symbols' texts are cut at CODE_MAX_TOKENS, questions at MAX_TOKENS, as
-    memories' are."""
+    The code model reads the symbols, and its query model (`code_model.QUERY_MODEL`, trained against the code
+    model's vectors) the questions: two sessions of their own (`OnnxEmbedder.with_variant`), loaded by code search's
+    worker once the bundled model is ready and there is code to search (`settle`), or by `load` (the CLI): a server
+    of a project without code never loads them. A damaged file of either leaves code search on BM25 with the reason
+    in `detail`, and the memories' embedder untouched. Symbols' texts are cut at CODE_MAX_TOKENS, questions at
+    MAX_TOKENS, as memories' are."""
 
-    def __init__(self, model: OnnxEmbedder, trained: bool = True) -> None:
+    def __init__(self, model: OnnxEmbedder, trained: bool = True, query_model: bool = True) -> None:
+        """`trained=False`: the bundled model for both; `query_model=False`: the code model for both (the rankings
+        before each, for the benchmarks)."""
         self._bundled = model
         self._model = model.with_variant(CODE_MODEL, TRAINED_CODE_IDENTITY) if trained else model
+        self._questions = model.with_variant(QUERY_MODEL, TRAINED_CODE_IDENTITY) if trained and query_model else self._model
         self.name = model.name
         self.identity = TRAINED_CODE_IDENTITY if trained else CODE_IDENTITY
 
@@ -409,29 +413,31 @@ class CodeEmbedder:
         """Load the code model once the bundled one is ready and `wanted()` (asked last: there is code to search): a
         worker's job, never a request's. A server decides when the bundled model loads (the memories' worker, after
         what it holds back); the code model follows."""
-        if self._model.state == "not-loaded" and self._bundled.state == "ready" and wanted():
-            self._model.load()
+        if self.state == "not-loaded" and self._bundled.state == "ready" and wanted():
+            self.load()
 
     @property
     def state(self) -> ModelState:
-        return self._model.state
+        """The less ready of the two sessions' states: code search needs both."""
+        states = (self._model.state, self._questions.state)
+        return next((s for s in ("failed", "loading", "not-loaded") if s in states), "ready")
 
     @property
     def detail(self) -> str | None:
-        return self._model.detail
+        return self._model.detail or self._questions.detail
 
     @property
     def dim(self) -> int:
         return self._model.dim
 
     def load(self) -> bool:
-        return self._model.load()
+        return self._model.load() and self._questions.load()
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self._model.embed_code(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._model.embed_query(text)
+        return self._questions.embed_query(text)
 
 
 def for_code(embedder: Embedder) -> Embedder:
