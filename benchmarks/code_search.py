@@ -11,10 +11,12 @@ the first paragraphs of those docstrings or comments, on functions, methods, cla
 declarations outside tests (at least 20 characters, `@tags` left out); each one's answer is the symbol that
 carried it. A docstring often names other symbols ("Like `Console.print`, but ..."): the score shows what
 putting them first costs on questions that are not about them. Each tree is also scored without that step
-("ranked only"), and on each candidate list alone, for the comparison; and as before the code model
+("ranked only"), and on each candidate list alone, for the comparison; as before the query model
+(`code_model.QUERY_MODEL`) shipped: the code model reading the questions too; and as before the code model
 (`search/code_model.py`, trained by `training/`) shipped: the bundled model's vectors (kept in the same data dir
 under their own identity) with the fusion chosen for them (BUNDLED_FUSION). Last, the median time to a question's
-vector and the symbol texts embedded per CPU second, with either model.
+vector (the bundled model, the query model) and the symbol texts embedded per CPU second (the bundled model, the
+code model).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ BUNDLED_FUSION = FusionParams(k=2, dense_weight=1.0, sparse_weight=0.3, candidat
 GRID = [
     *(
         FusionParams(k=2, dense_weight=1.0, sparse_weight=weight, candidates=n, by_score=True)
-        for weight, n in itertools.product((0.1, 0.2, 0.3, 0.4, 0.5), (20, 50))
+        for weight, n in itertools.product((0.05, 0.1, 0.2, 0.3, 0.4, 0.5), (20, 50))
     ),
     *(FusionParams(k=k, dense_weight=weight, candidates=20) for k, weight in itertools.product((2, 10), (1.0, 1.5))),
 ]
@@ -215,13 +217,16 @@ def variant(*, ranked_only: bool = False, fusion: FusionParams | None = None) ->
 
 
 @contextmanager
-def plain_model() -> Iterator[None]:
-    """The code index on the bundled model's vectors, without the code model (the ranking before it)."""
+def plain_model(trained: bool = False) -> Iterator[None]:
+    """The code index on the bundled model's vectors, without the code model (the ranking before it); with
+    `trained`, on the code model's, which then reads the questions too (the ranking before the query model)."""
     from project_ledger import factory
     from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
 
     shipped = factory.for_code
-    factory.for_code = lambda embedder: CodeEmbedder(embedder, trained=False) if isinstance(embedder, OnnxEmbedder) else embedder
+    factory.for_code = lambda embedder: (
+        CodeEmbedder(embedder, trained=trained, query_model=False) if isinstance(embedder, OnnxEmbedder) else embedder
+    )
     try:
         yield
     finally:
@@ -286,7 +291,7 @@ def symbols_per_cpu_second(data_dir: Path, count: int = 256) -> tuple[float, flo
 
 
 def query_vector_ms(questions: list[str], data_dir: Path) -> tuple[float, float]:
-    """Median milliseconds to a `search_code` question's vector by the bundled model and by the code model (one
+    """Median milliseconds to a `search_code` question's vector by the bundled model and by the query model (one
     thread each), the two interleaved."""
     from project_ledger.search.embedding import CodeEmbedder, OnnxEmbedder
 
@@ -335,10 +340,11 @@ def main() -> None:
     load_before = common.load()
     rows = [
         (
-            "| tree | language | questions | MRR@10, as shipped | before: the bundled model and its fusion | ranked only | dense list alone "
-            "| dense list alone, bundled model | BM25 list alone |"
+            "| tree | language | questions | MRR@10, as shipped | before: the bundled model and its fusion "
+            "| questions by the code model (no query model) | ranked only | dense list alone "
+            "| dense list alone, no query model | dense list alone, bundled model | BM25 list alone |"
         ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     sweeps: dict[str, dict[FusionParams, list[float]]] = {}
     trees: list[HeldOut] = []
@@ -349,6 +355,11 @@ def main() -> None:
                 before = mrr(ask())
             with variant(ranked_only=True, fusion=dataclasses.replace(BUNDLED_FUSION, dense_weight=1.0, sparse_weight=0.0)):
                 dense_before = mrr(ask())
+        with plain_model(trained=True), asking(tree) as ask:
+            with variant():
+                one_encoder = mrr(ask())
+            with variant(ranked_only=True, fusion=dataclasses.replace(CODE_FUSION, dense_weight=1.0, sparse_weight=0.0)):
+                dense_one_encoder = mrr(ask())
         with asking(tree) as ask:
             with variant():
                 shipped = mrr(ask())
@@ -365,8 +376,8 @@ def main() -> None:
                     with variant(ranked_only=True, fusion=setting):
                         sweeps[tree.label][setting] = ask()
         rows.append(
-            f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {before:.3f} | {ranked:.3f} | {legs[0]:.3f} "
-            f"| {dense_before:.3f} | {legs[1]:.3f} |"
+            f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {before:.3f} | {one_encoder:.3f} | {ranked:.3f} "
+            f"| {legs[0]:.3f} | {dense_one_encoder:.3f} | {dense_before:.3f} | {legs[1]:.3f} |"
         )
         log(rows[-1])
     asked = [q.text[:300] for tree in trees for q in tree.questions]
@@ -374,7 +385,7 @@ def main() -> None:
     plain_rate, trained_rate = symbols_per_cpu_second(trees[0].data_dir)
     speed = (
         f"Query vector p50 (the {len(asked)} questions, one thread): {plain_ms:.1f} ms with the bundled model, "
-        f"{trained_ms:.1f} ms with the code model. Symbol texts embedded per CPU second ({trees[0].label}, 256 texts, one "
+        f"{trained_ms:.1f} ms with the query model. Symbol texts embedded per CPU second ({trees[0].label}, 256 texts, one "
         f"thread, medians of 3): {plain_rate:.0f} and {trained_rate:.0f}. Shipped fusion: {label(CODE_FUSION)}."
     )
     table = "\n".join([*rows, "", speed])

@@ -28,9 +28,9 @@ class FusionParams:
 
 
 # Scores blended, not ranks fused: a symbol's cosine and BM25 score both say how well it matches. BM25's weight and
-# the candidates per list as `benchmarks/code_search.py --tune` chose them for the code model, 2-fold cross-validated
-# (0.3 and 20 with the bundled model; figures in docs/benchmarks.md, "Code search").
-CODE_FUSION = FusionParams(k=2, dense_weight=1.0, sparse_weight=0.2, candidates=50, by_score=True)
+# the candidates per list as `benchmarks/code_search.py --tune` chose them for the query model, 2-fold cross-validated
+# (0.2 and 50 for the code model alone, 0.3 and 20 with the bundled model; figures in docs/benchmarks.md, "Code search").
+CODE_FUSION = FusionParams(k=2, dense_weight=1.0, sparse_weight=0.1, candidates=50, by_score=True)
 # Taken off a symbol in a test file unless the query mentions tests (`naming.asks_about_tests`): tests repeat the words
 # of what they test. Set by hand, small enough that a test matching far better than the code still shows.
 CODE_TEST_PENALTY = 0.1
