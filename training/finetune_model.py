@@ -90,6 +90,43 @@ def held_back_mrr(encoder: Encoder, rows: list[dict], indexes: list[int]) -> flo
     return total / len(indexes)
 
 
+def optimiser_step(
+    loss: torch.Tensor, trained: list[torch.nn.Parameter], optimiser: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LRScheduler
+) -> float:
+    """One step on `loss` (gradients clipped at norm 1); the loss's value."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(trained, 1.0)
+    optimiser.step()
+    schedule.step()
+    optimiser.zero_grad()
+    return loss.item()
+
+
+class Checkpoints:
+    """The held-back score of each checkpoint, a line each in OUT/log.jsonl; the best one's encoder layers in
+    OUT/encoder.pt (the untrained model's score, at step 0, is the one to beat)."""
+
+    def __init__(self, out: Path, encoder: Encoder, score: float) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.out, self.encoder = out, encoder
+        self.log = (out / "log.jsonl").open("a", encoding="utf-8")
+        self.best, self.best_step, self.started = score, 0, time.monotonic()
+        print(json.dumps({"step": 0, "held_back_mrr": round(score, 4)}), file=self.log, flush=True)
+
+    def record(self, step: int, score: float, losses: list[float], **extra: object) -> None:
+        line = {"step": step, **extra, "loss": round(float(np.mean(losses)), 4), "held_back_mrr": round(score, 4)}
+        line["seconds"] = round(time.monotonic() - self.started)
+        if score > self.best:
+            self.best, self.best_step = score, step
+            state = self.encoder.model.state_dict()
+            torch.save({k: v for k, v in state.items() if k.startswith("encoder.")}, self.out / "encoder.pt")
+        print(json.dumps(line), file=self.log, flush=True)
+
+    def close(self) -> None:
+        print(json.dumps({"best_step": self.best_step, "held_back_mrr": round(self.best, 4)}), file=self.log, flush=True)
+        self.log.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pairs", type=Path)
@@ -120,37 +157,21 @@ def main() -> None:
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: min(1.0, (step + 1) / WARMUP) * max(0.0, (len(plan) - step) / max(1, len(plan) - WARMUP))
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    log = (args.out / "log.jsonl").open("a", encoding="utf-8")
-    best = held_back_mrr(encoder, rows, dev)
-    print(json.dumps({"step": 0, "held_back_mrr": round(best, 4)}), file=log, flush=True)
-    best_step, started, losses = 0, time.monotonic(), []
+    checkpoints = Checkpoints(args.out, encoder, held_back_mrr(encoder, rows, dev))
+    losses: list[float] = []
     for step, batch in enumerate(plan, start=1):
         q = encoder([rows[i]["q"] for i in batch], QUERY_TOKENS)
         d = encoder([rows[i]["d"] for i in batch], SYMBOL_TOKENS)
         logits = SCALE * q @ d.T
         target = torch.arange(len(batch))
         loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        optimiser.step()
-        schedule.step()
-        optimiser.zero_grad()
-        losses.append(loss.item())
+        losses.append(optimiser_step(loss, trained, optimiser, schedule))
         if step % 20 == 0:
-            print(f"step {step}/{len(plan)} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+            print(f"step {step}/{len(plan)} in {time.monotonic() - checkpoints.started:.0f} s", file=sys.stderr, flush=True)
         if step % args.every == 0 or step == len(plan):
-            score = held_back_mrr(encoder, rows, dev)
-            line = {"step": step, "of": len(plan), "loss": round(float(np.mean(losses)), 4), "held_back_mrr": round(score, 4)}
-            line["seconds"] = round(time.monotonic() - started)
+            checkpoints.record(step, held_back_mrr(encoder, rows, dev), losses, of=len(plan))
             losses = []
-            if score > best:
-                best, best_step = score, step
-                torch.save(
-                    {k: v for k, v in encoder.model.state_dict().items() if k.startswith("encoder.")}, args.out / "encoder.pt"
-                )
-            print(json.dumps(line), file=log, flush=True)
-    print(json.dumps({"best_step": best_step, "held_back_mrr": round(best, 4)}), file=log, flush=True)
+    checkpoints.close()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ import io
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export_model import GRAPH_PREFIX, matrix_names
-from finetune_model import QUERY_TOKENS, SCALE, Encoder, float_model_dir, held_back
+from finetune_model import QUERY_TOKENS, SCALE, Checkpoints, Encoder, float_model_dir, held_back, optimiser_step
 
 BATCH = 32
 WARMUP = 30
@@ -158,34 +157,19 @@ def main() -> None:
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: min(1.0, (step + 1) / WARMUP) * max(0.0, (args.steps - step) / args.steps)
     )
-    log = (args.out / "log.jsonl").open("a", encoding="utf-8")
-    best = held_back_mrr(encoder, pairs, candidates, dev)
-    print(json.dumps({"step": 0, "held_back_mrr": round(best, 4)}), file=log, flush=True)
-    best_step, started, losses = 0, time.monotonic(), []
+    checkpoints = Checkpoints(args.out, encoder, held_back_mrr(encoder, pairs, candidates, dev))
+    losses: list[float] = []
     for step in range(1, args.steps + 1):
         package = rng.choices(train, weights)[0]
         chosen = rng.sample(candidates.members[package], min(BATCH, len(candidates.members[package])))
         questions = encoder([pairs[i]["q"] for i in chosen], QUERY_TOKENS)
         target = torch.tensor([candidates.position[i] for i in chosen])
         loss = F.cross_entropy(candidates.logits(package, questions, chosen), target)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        optimiser.step()
-        schedule.step()
-        optimiser.zero_grad()
-        losses.append(loss.item())
+        losses.append(optimiser_step(loss, trained, optimiser, schedule))
         if step % EVERY == 0 or step == args.steps:
-            score = held_back_mrr(encoder, pairs, candidates, dev)
-            line = {"step": step, "loss": round(float(np.mean(losses)), 4), "held_back_mrr": round(score, 4)}
-            line["seconds"] = round(time.monotonic() - started)
+            checkpoints.record(step, held_back_mrr(encoder, pairs, candidates, dev), losses)
             losses = []
-            if score > best:
-                best, best_step = score, step
-                torch.save(
-                    {k: v for k, v in encoder.model.state_dict().items() if k.startswith("encoder.")}, args.out / "encoder.pt"
-                )
-            print(json.dumps(line), file=log, flush=True)
-    print(json.dumps({"best_step": best_step, "held_back_mrr": round(best, 4)}), file=log, flush=True)
+    checkpoints.close()
 
 
 if __name__ == "__main__":
