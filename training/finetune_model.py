@@ -90,8 +90,22 @@ def held_back_mrr(encoder: Encoder, rows: list[dict], indexes: list[int]) -> flo
     return total / len(indexes)
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def seeded(seed: int, threads: int) -> random.Random:
+    """Torch seeded and given its threads; a random generator with the same seed."""
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+    return random.Random(seed)
+
+
 def optimiser_step(
-    loss: torch.Tensor, trained: list[torch.nn.Parameter], optimiser: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LRScheduler
+    loss: torch.Tensor,
+    trained: list[torch.nn.Parameter],
+    optimiser: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
 ) -> float:
     """One step on `loss` (gradients clipped at norm 1); the loss's value."""
     loss.backward()
@@ -138,10 +152,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    rng = random.Random(args.seed)
-    rows = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines()]
+    rng = seeded(args.seed, args.threads)
+    rows = read_jsonl(args.pairs)
     packages = [row["package"] for row in rows]
     dev = [i for i, p in enumerate(packages) if held_back(p)]
     train = [i for i, p in enumerate(packages) if not held_back(p)]

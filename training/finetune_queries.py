@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
-import random
 import sys
 from pathlib import Path
 
@@ -34,7 +32,17 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export_model import GRAPH_PREFIX, matrix_names
-from finetune_model import QUERY_TOKENS, SCALE, Checkpoints, Encoder, float_model_dir, held_back, optimiser_step
+from finetune_model import (
+    QUERY_TOKENS,
+    SCALE,
+    Checkpoints,
+    Encoder,
+    float_model_dir,
+    held_back,
+    optimiser_step,
+    read_jsonl,
+    seeded,
+)
 
 BATCH = 32
 WARMUP = 30
@@ -136,11 +144,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    rng = random.Random(args.seed)
-    pairs = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines()]
-    neighbours = [json.loads(line) for line in args.neighbours.read_text(encoding="utf-8").splitlines()]
+    rng = seeded(args.seed, args.threads)
+    pairs, neighbours = read_jsonl(args.pairs), read_jsonl(args.neighbours)
     args.out.mkdir(parents=True, exist_ok=True)
     texts = [pair["d"] for pair in pairs] + [symbol["d"] for symbol in neighbours]
     candidates = Candidates(pairs, neighbours, symbol_vectors(texts, args.out / "symbol_vectors.npy"))
