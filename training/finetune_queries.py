@@ -5,14 +5,15 @@ vectors of the symbols, which stay as they are.
 
 The code model (`search/code_model.py`) reads both the questions and the symbols. Here a copy of it that reads the
 questions alone is trained further, starting from the shipped weights (the int8 matrices times their scales), with
-the symbols' vectors fixed: each is made once by the ledger's own int8 code model, exactly as an index holds it.
-Only the biases and layer norms are trained: they ship as floats, so the query model's int8 graph gives what the
-float one does (cosine 0.9999 at the smallest), where training the matrices too lost that much to quantizing them
-again (median 0.983) that search gained less than it had in float. So
+the symbols' vectors fixed: each is made once by the ledger's own int8 code model, exactly as an index holds it. So
 the index a user already has keeps its vectors, and each question can be scored against every symbol of its
 package at once instead of the 31 others of a batch: the other documented symbols and the neighbours
 (`build_dataset.neighbours`, undocumented helpers, constants and overloads beside the right answer), which are what
 the measured trees' questions lose to. The loss is the cross-entropy of each question over all of them.
+
+Only the biases and layer norms are trained. They ship as floats, so the query model's int8 graph gives what the
+float one does (cosine 0.9999 at the smallest); training the matrices too lost so much to quantizing them again
+(median 0.983) that search through the int8 graph gained less than the float model had.
 
 Every tenth package (by hash, as in `finetune_model.py`) is held back; every EVERY steps its questions are scored
 the same way (MRR@10 among their package's symbols and neighbours) and the best checkpoint is written to
