@@ -55,11 +55,9 @@ def test_the_query_model_is_the_code_model_with_other_biases_and_layer_norms() -
         np.load(io.BytesIO(code_model.trained_weights())) as code,
         np.load(io.BytesIO(code_model.trained_weights(code_model.QUERY_MODEL_FILE))) as query,
     ):
-        assert set(code.files) == set(query.files)
-        matrices = [name for name in code.files if code[name].ndim == 2 or name.endswith("_scale")]
-        assert matrices and all(np.array_equal(code[name], query[name]) for name in matrices)  # int8 as shipped
-        floats = [name for name in code.files if name not in matrices]
-        assert sum(not np.array_equal(code[name], query[name]) for name in floats) > len(floats) // 2
+        floats = [name for name in code.files if code[name].ndim == 1]  # the biases and layer norms
+        assert floats and set(query.files) == set(floats)  # no int8 matrix: the code model's stay under it
+        assert all(not np.array_equal(code[name], query[name]) for name in floats)  # each one trained
 
 
 def test_weights_replace_the_initializers_they_name_and_weights_that_do_not_fit_are_refused() -> None:

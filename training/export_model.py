@@ -12,6 +12,10 @@ to the bundled model. An int8 matrix is stored as its difference from the bundle
 and 28% for the shipped model), which deflate to 2.2 MB where the matrices themselves take 9.6. The token and
 position tables were not trained and are not stored.
 
+With `--over`, the weights are stored over another shipped file's graph instead of the bundled one (the query model
+over the code model): a tensor equal to that graph's is left out, and an int8 matrix is stored as its difference
+from that graph's. The query model trains only floats, so its file holds only those.
+
 With `--check`, the int8 graph is run on ONNX Runtime against the float model on the first 256 pairs (both
 sides) and the cosines of their vectors printed, as the bundled model's quantization was checked.
 """
@@ -62,14 +66,15 @@ def matrix_names(graph: onnx.GraphProto) -> dict[str, str]:
     return dict(zip(names, bases, strict=True))
 
 
-def cosines(encoder_file: Path, weights: bytes, pairs: Path, count: int = 256) -> np.ndarray:
-    """Cosine of each text's vector by the float fine-tuned model and by the int8 graph made from `weights`."""
+def cosines(encoder_file: Path, graph: bytes, weights: bytes, pairs: Path, count: int = 256) -> np.ndarray:
+    """Cosine of each text's vector by the float fine-tuned model and by the int8 graph made from `weights` over
+    `graph`."""
     import onnxruntime as ort
 
     encoder = Encoder(float_model_dir())
     encoder.model.load_state_dict(torch.load(encoder_file, map_location="cpu"), strict=False)
     encoder.model.eval()
-    session = ort.InferenceSession(with_weights(shipped_graph(), weights), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(with_weights(graph, weights), providers=["CPUExecutionProvider"])
     rows = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()[:count]]
     out = []
     for side, cut in (("q", QUERY_TOKENS), ("d", SYMBOL_TOKENS)):
@@ -89,6 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("encoder", type=Path, help="finetune_model.py's encoder.pt")
     parser.add_argument("out", type=Path)
+    parser.add_argument("--over", type=Path, metavar="NPZ", help="store the weights over this shipped file's graph")
     parser.add_argument("--check", type=Path, metavar="PAIRS", help="compare the int8 graph with the float model on these pairs")
     args = parser.parse_args()
 
@@ -101,27 +107,31 @@ def main() -> None:
         if not (np.array_equal(q, bundled[f"{base}_q"]) and np.array_equal(scale, bundled[f"{base}_scale"])):
             raise SystemExit(f"{name} quantized is not the bundled {base}: the export rule does not hold")
 
+    reference = with_weights(shipped_graph(), args.over.read_bytes()) if args.over else shipped_graph()
+    under = {t.name: numpy_helper.to_array(t) for t in onnx.load_from_string(reference).graph.initializer}
     trained = {k: v.numpy() for k, v in torch.load(args.encoder, map_location="cpu").items()}
     arrays: dict[str, np.ndarray] = {}
     for name, value in trained.items():
         if name in names:
-            q, arrays[f"{names[name]}_scale"] = quantized(value)
-            difference = q.astype(np.int16) - bundled[f"{names[name]}_q"]
+            q, scale = quantized(value)
+            difference = q.astype(np.int16) - under[f"{names[name]}_q"]
             if np.abs(difference).max() > 127:
-                raise SystemExit(f"{name} moved too far from the bundled weights to store as an int8 difference")
-            arrays[f"{names[name]}_q"] = difference.astype(np.int8)
+                raise SystemExit(f"{name} moved too far from the weights under it to store as an int8 difference")
+            if difference.any() or not np.array_equal(scale, under[f"{names[name]}_scale"]):
+                arrays[f"{names[name]}_q"], arrays[f"{names[name]}_scale"] = difference.astype(np.int8), scale
         else:
             target = GRAPH_PREFIX + name
-            if target not in bundled or bundled[target].shape != value.shape:
+            if target not in under or under[target].shape != value.shape:
                 raise SystemExit(f"{name}: no float tensor {target} of shape {value.shape} in the bundled graph")
-            arrays[target] = value.astype(np.float32)
+            if not np.array_equal(value.astype(np.float32), under[target]):
+                arrays[target] = value.astype(np.float32)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("wb") as handle:
         np.savez_compressed(handle, **dict(sorted(arrays.items())))
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
     print(f"{args.out}: {len(arrays)} tensors, {args.out.stat().st_size:,} bytes, sha256 {digest}")
     if args.check:
-        found = cosines(args.encoder, args.out.read_bytes(), args.check)
+        found = cosines(args.encoder, reference, args.out.read_bytes(), args.check)
         print(f"int8 against float, {len(found)} texts: cosine smallest {found.min():.4f}, median {np.median(found):.4f}")
 
 

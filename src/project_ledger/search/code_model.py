@@ -10,7 +10,8 @@ does.
 
 The questions have an encoder of their own, the query model (QUERY_MODEL, `code_query_model.npz`): the code model
 trained further on the question side alone, against the code model's own vectors of every symbol of a package
-(`training/finetune_queries.py`). It is stored, checked and prepared the same way. Symbols keep the code model's
+(`training/finetune_queries.py`), which trains only its biases and layer norms: its file holds those alone (130 KB),
+swapped into the code model's graph, and is checked and prepared the same way. Symbols keep the code model's
 vectors, so an index embedded before it came needs nothing done.
 """
 
@@ -27,7 +28,7 @@ CODE_MODEL_SHA256 = "abd1bb361782551e0851cb956c34e6eb116984b46af300e40b4662d8304
 # What preparing the code model gives (`bundled_model.prepare`); the token table is the bundled one.
 CODE_PREPARED_GRAPH = "9a4f735a3cca1aaa422ad0e6cf0d8d7074efde77987b63afff1b0de2f18fe3c4"
 QUERY_MODEL_FILE = "code_query_model.npz"
-QUERY_MODEL_SHA256 = "95e8f13bf32700ee0270f66fe1e373bdd0e176540d17090893a89fcbaeb68cd2"
+QUERY_MODEL_SHA256 = "7cb9be6bf39feadb9791fdb94603312138737d5f1ce924536d4c60d2420e0811"
 QUERY_PREPARED_GRAPH = "4c7f0cb4ec9a395fd86e57bc7257d700547d86a088d710ca957dbecfc88d4554"
 
 
@@ -75,7 +76,7 @@ def _code_graph() -> bytes:
 
 
 def _query_graph() -> bytes:
-    return with_weights(shipped_graph(), trained_weights(QUERY_MODEL_FILE))
+    return with_weights(_code_graph(), trained_weights(QUERY_MODEL_FILE))
 
 
 CODE_MODEL = Variant(f"minilm-code-{CODE_MODEL_SHA256[:12]}-{CODE_PREPARED_GRAPH[:12]}", CODE_PREPARED_GRAPH, _code_graph)
