@@ -91,6 +91,19 @@ def test_the_bundled_model_runs_without_fastembed_and_close_to_its_vectors(tmp_p
     assert (memories * theirs).sum(axis=1).min() > 0.97 and not np.array_equal(memories, theirs)  # integer products
 
 
+def test_a_model_folder_linked_into_a_removed_environment_is_assembled_again(tmp_path: Path) -> None:
+    first = prepare_offline_model(tmp_path)
+    for name in ("model.onnx", "tokenizer.json"):  # as left by a virtual environment since deleted
+        (first / name).unlink()
+        (first / name).symlink_to(tmp_path / "removed-venv" / name)
+    again = prepare_offline_model(tmp_path)
+    assert again == first
+    model = (again / "model.onnx").read_bytes()
+    assert hashlib.sha256(model).hexdigest() == OFFLINE_ONNX.sha256
+    assert (again / "tokenizer.json").is_file() and (again / "config.json").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging folder left
+
+
 def test_batches_are_sorted_by_length_and_capped_in_texts_and_padded_tokens() -> None:
     lengths = [30, 5, 200, 7, 6, 120, 8, 9]
     batches = plan_batches(lengths, most=3, max_tokens=256)

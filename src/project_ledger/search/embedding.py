@@ -70,12 +70,19 @@ TRAINED_CODE_IDENTITY = f"{CODE_IDENTITY}+trained-{CODE_MODEL_SHA256[:12]}"
 
 
 def prepare_offline_model(target_parent: Path) -> Path:
-    """Assemble (once) and return a directory fastembed can load the default model from."""
+    """Assemble (once) and return a directory fastembed can load the default model from.
+
+    The model files are linked, not copied: a directory whose links point into a virtual environment since removed
+    (a cache kept across reinstalls) is assembled again."""
     target = target_parent / OFFLINE_IDENTITY.rsplit("@", 1)[1]
     sources = {"model.onnx": OFFLINE_ONNX, "tokenizer.json": OFFLINE_TOKENIZER}
     for shipped in sources.values():
         check(shipped)
-    if all((target / name).exists() for name in (*sources, "config.json")):
+
+    def complete() -> bool:
+        return all((target / name).exists() for name in (*sources, "config.json"))  # a dangling link does not exist
+
+    if complete():
         return target
     staging = target_parent / f".{target.name}.{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -87,6 +94,8 @@ def prepare_offline_model(target_parent: Path) -> Path:
             shutil.copyfile(shipped.path(), staging / name)
     for config in resources.files(__package__).joinpath("offline_model").iterdir():
         (staging / config.name).write_bytes(config.read_bytes())
+    if target.exists() and not complete():
+        shutil.rmtree(target, ignore_errors=True)
     try:
         staging.rename(target)
     except OSError:  # another process finished first
