@@ -16,7 +16,6 @@ scores to OUT_DIR/log.jsonl; the measured trees of code search are never read he
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import sys
@@ -28,16 +27,13 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
+from split import held_back
+
 BATCH = 32
 QUERY_TOKENS = 64  # docstring summaries; the run-time cut (256) is never reached by them
 SYMBOL_TOKENS = 128  # embedding.CODE_MAX_TOKENS: a symbol's text is cut here at run time too
 SCALE = 20.0  # cosine similarities times this are the logits
 WARMUP = 50
-
-
-def held_back(package: str) -> bool:
-    """Every tenth package, by hash: the same split on every machine."""
-    return int(hashlib.sha256(package.encode()).hexdigest(), 16) % 10 == 0
 
 
 def float_model_dir() -> Path:

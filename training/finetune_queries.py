@@ -39,11 +39,11 @@ from finetune_model import (
     Checkpoints,
     Encoder,
     float_model_dir,
-    held_back,
     optimiser_step,
     read_jsonl,
     seeded,
 )
+from split import held_back
 
 BATCH = 32
 WARMUP = 30
