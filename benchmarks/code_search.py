@@ -331,6 +331,50 @@ def label(fusion: FusionParams) -> str:
     return f"ranks, k={fusion.k}, dense weight {fusion.dense_weight:g}, {fusion.candidates} per list"
 
 
+HEADER = [
+    (
+        "| tree | language | questions | MRR@10, as shipped | before: the bundled model and its fusion "
+        "| questions by the code model (no query model) | ranked only | dense list alone "
+        "| dense list alone, no query model | dense list alone, bundled model | BM25 list alone |"
+    ),
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def measured(tree: HeldOut, grid: list[FusionParams]) -> tuple[list[float], dict[FusionParams, list[float]]]:
+    """`tree`'s MRR@10 in each of HEADER's columns after the first three, and each setting of `grid` with its
+    reciprocal ranks (ranked only)."""
+    with plain_model(), asking(tree) as ask:
+        with variant(fusion=BUNDLED_FUSION):
+            before = mrr(ask())
+        with variant(ranked_only=True, fusion=dataclasses.replace(BUNDLED_FUSION, dense_weight=1.0, sparse_weight=0.0)):
+            dense_before = mrr(ask())
+    with plain_model(trained=True), asking(tree) as ask:
+        with variant():
+            one_encoder = mrr(ask())
+        with variant(ranked_only=True, fusion=dataclasses.replace(CODE_FUSION, dense_weight=1.0, sparse_weight=0.0)):
+            dense_one_encoder = mrr(ask())
+    sweep: dict[FusionParams, list[float]] = {}
+    with asking(tree) as ask:
+        with variant():
+            shipped = mrr(ask())
+        with variant(ranked_only=True):
+            ranked = mrr(ask())
+        legs = []
+        for dense, sparse in ((1.0, 0.0), (0.0, 1.0)):
+            alone = dataclasses.replace(CODE_FUSION, dense_weight=dense, sparse_weight=sparse)
+            with variant(ranked_only=True, fusion=alone):
+                legs.append(mrr(ask()))
+        for setting in grid:
+            with variant(ranked_only=True, fusion=setting):
+                sweep[setting] = ask()
+    return [shipped, before, one_encoder, ranked, legs[0], dense_one_encoder, dense_before, legs[1]], sweep
+
+
+def row(label: str, language: str, questions: int, figures: list[float]) -> str:
+    return f"| {label} | {language} | {questions} | " + " | ".join(f"{figure:.3f}" for figure in figures) + " |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=common.WORK)
@@ -338,47 +382,13 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="also sweep code search's fusion settings")
     args = parser.parse_args()
     load_before = common.load()
-    rows = [
-        (
-            "| tree | language | questions | MRR@10, as shipped | before: the bundled model and its fusion "
-            "| questions by the code model (no query model) | ranked only | dense list alone "
-            "| dense list alone, no query model | dense list alone, bundled model | BM25 list alone |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = list(HEADER)
     sweeps: dict[str, dict[FusionParams, list[float]]] = {}
     trees: list[HeldOut] = []
     for tree in prepared(args.work):
         trees.append(tree)
-        with plain_model(), asking(tree) as ask:
-            with variant(fusion=BUNDLED_FUSION):
-                before = mrr(ask())
-            with variant(ranked_only=True, fusion=dataclasses.replace(BUNDLED_FUSION, dense_weight=1.0, sparse_weight=0.0)):
-                dense_before = mrr(ask())
-        with plain_model(trained=True), asking(tree) as ask:
-            with variant():
-                one_encoder = mrr(ask())
-            with variant(ranked_only=True, fusion=dataclasses.replace(CODE_FUSION, dense_weight=1.0, sparse_weight=0.0)):
-                dense_one_encoder = mrr(ask())
-        with asking(tree) as ask:
-            with variant():
-                shipped = mrr(ask())
-            with variant(ranked_only=True):
-                ranked = mrr(ask())
-            legs = []
-            for dense, sparse in ((1.0, 0.0), (0.0, 1.0)):
-                alone = dataclasses.replace(CODE_FUSION, dense_weight=dense, sparse_weight=sparse)
-                with variant(ranked_only=True, fusion=alone):
-                    legs.append(mrr(ask()))
-            if args.tune:
-                sweeps[tree.label] = {}
-                for setting in GRID:
-                    with variant(ranked_only=True, fusion=setting):
-                        sweeps[tree.label][setting] = ask()
-        rows.append(
-            f"| {tree.label} | {tree.language} | {len(tree.questions)} | {shipped:.3f} | {before:.3f} | {one_encoder:.3f} | {ranked:.3f} "
-            f"| {legs[0]:.3f} | {dense_one_encoder:.3f} | {dense_before:.3f} | {legs[1]:.3f} |"
-        )
+        figures, sweeps[tree.label] = measured(tree, GRID if args.tune else [])
+        rows.append(row(tree.label, tree.language, len(tree.questions), figures))
         log(rows[-1])
     asked = [q.text[:300] for tree in trees for q in tree.questions]
     plain_ms, trained_ms = query_vector_ms(asked, trees[0].data_dir)
@@ -389,9 +399,9 @@ def main() -> None:
         f"thread, medians of 3): {plain_rate:.0f} and {trained_rate:.0f}. Shipped fusion: {label(CODE_FUSION)}."
     )
     table = "\n".join([*rows, "", speed])
-    if sweeps:
+    if args.tune:
         table += "\n\nFusion, 2-fold cross-validated (`--tune`; ranked only):\n\n" + "\n".join(tune(sweeps))
-    command = f"python benchmarks/code_search.py --write{' --tune' if sweeps else ''}"
+    command = f"python benchmarks/code_search.py --write{' --tune' if args.tune else ''}"
     common.publish("code-search", table, args.write, command=command, loads=[load_before, common.load()])
 
 
