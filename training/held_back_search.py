@@ -1,7 +1,7 @@
 """Code search on the packages training holds back: how the code model and its query model rank code they were never
 trained on, beside the trees of `benchmarks/code_search.py`.
 
-    python training/held_back_search.py --work W            # W: build_dataset.py's folder; about 15 minutes
+    python training/held_back_search.py --work W            # W: build_dataset.py's folder; 7 minutes the first time
     python training/held_back_search.py --work W --write    # also updates docs/benchmarks.md
 
 Every tenth package of `packages.txt` (`split.held_back`) gives no pair to training, but its pairs choose each model's
@@ -71,7 +71,7 @@ def main() -> None:
     load_before = common.load()
     rows, unanswered, weighted = [*HEADER], [], []
     for tree in prepared(args.work, common.WORK / "training-held-back"):
-        if not tree.questions:  # its code sits where the index does not look (`dist/`)
+        if not tree.questions:  # e.g. a package whose code is all in `dist/`, which the index skips
             unanswered.append(tree.label)
             continue
         figures = measured(tree, [])[0]
@@ -83,7 +83,7 @@ def main() -> None:
     rows.append(row("**all, by question**", "", total, pooled))
     note = f"At most {PER_PACKAGE} questions a package, a fixed sample."
     if unanswered:
-        note += f" No question of {', '.join(unanswered)} is answerable: its code is in a folder the index skips."
+        note += f" None of {', '.join(unanswered)}: the index holds no symbol its questions were asked of."
     command = "python training/held_back_search.py --work W"
     common.publish(
         "code-search-held-back", "\n".join([*rows, "", note]), args.write, command=command, loads=[load_before, common.load()]
