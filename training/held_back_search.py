@@ -83,7 +83,7 @@ def main() -> None:
     rows.append(row("**all, by question**", "", total, pooled))
     note = f"At most {PER_PACKAGE} questions a package, a fixed sample."
     if unanswered:
-        note += f" None of {', '.join(unanswered)}: the index holds no symbol its questions were asked of."
+        note += f" No row for {', '.join(unanswered)}: the index holds none of the symbols its questions ask for."
     command = "python training/held_back_search.py --work W"
     common.publish(
         "code-search-held-back", "\n".join([*rows, "", note]), args.write, command=command, loads=[load_before, common.load()]
