@@ -8,11 +8,12 @@ Claude Desktop starts servers anywhere and shares none, which is why
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,14 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ListRootsResult, Root
 
+from project_ledger.cli.serve_answers import answer
 from project_ledger.config import Settings
 from project_ledger.errors import LedgerError
 from project_ledger.factory import open_ledger
+from project_ledger.local_socket import settings_fingerprint
 from project_ledger.mcp.app import create_server
 from project_ledger.mcp.handle import LedgerHandle
+from project_ledger.memory.service import LedgerService
 
 from .conftest import EXECUTABLE, Ledger, settings_from
 
@@ -156,5 +160,39 @@ def test_a_switch_closes_the_old_projects_ledger_only_once_the_calls_using_it_ha
         with pytest.raises(LedgerError):
             ledger.status()
         assert handle.get().status().root == str(second)
+    finally:
+        handle.close()
+
+
+def test_a_recall_the_hook_socket_is_answering_keeps_its_ledger_through_a_switch(tmp_path: Path) -> None:
+    """serve's socket answers on a lease (`LedgerHandle.lease`), as the tools do: a switch that begins once the
+    request has its ledger waits for the answer instead of closing the journal under it."""
+    first, second = git_project(tmp_path / "first"), git_project(tmp_path / "second")
+    handle = LedgerHandle(lambda root: open_ledger(Settings(root=root, watch=False), root), first)
+    switching = threading.Thread(target=handle.switch, args=(second,))
+
+    @contextmanager
+    def served_while_switching() -> Iterator[LedgerService]:
+        with handle.lease() as ledger:
+            switching.start()
+            while handle.root != second:  # the switch has begun and waits for the lease
+                switching.join(0.01)
+            yield ledger
+        switching.join()  # done once the lease is given back: a ledger used after this would be closed
+
+    try:
+        handle.start()  # the search index opens in the background; recall waits for it
+        ledger = handle.get()
+        ledger.remember("Billing retries use exponential backoff capped at 5 minutes.", kind="decision")
+        request = {
+            "kind": "recall",
+            "settings": settings_fingerprint(os.environ),
+            "data_dir": str(ledger.paths.data_dir),
+            "arguments": {"query": "billing retry backoff", "k": 3},
+        }
+        answered = answer(request, served_while_switching, settings_fingerprint(os.environ))
+        assert "result" in answered, answered  # not {"failed": "... could not be read"}: a closed journal
+        assert "Billing retries" in answered["result"]["results"][0]["text"]
+        assert not switching.is_alive() and handle.get().status().root == str(second)
     finally:
         handle.close()

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from project_ledger.memory.service import LedgerService
 
 log = logging.getLogger(__name__)
+# The served ledger, kept open until the block ends even if the server switches projects (`LedgerHandle.lease`): a
+# switch closes the old ledger only once the requests using it are answered.
+Served = Callable[[], AbstractContextManager["LedgerService"]]
 FOLLOW_SECONDS = 2.0  # how often the socket checks which project is served, and whether it may listen
 
 
@@ -45,7 +48,7 @@ LEDGER_CALLS = {
 KINDS = ("hook", *LEDGER_CALLS)
 
 
-def answer(request: dict[str, Any], served: Callable[[], LedgerService], fingerprint: str) -> dict[str, Any]:
+def answer(request: dict[str, Any], served: Served, fingerprint: str) -> dict[str, Any]:
     """The answer to one request on the socket (see `hook_answer` and `ledger_answer`); `{"declined": why}` or
     `{"error": why}` send the caller to do its own work."""
     kind = request.get("kind")
@@ -56,32 +59,33 @@ def answer(request: dict[str, Any], served: Callable[[], LedgerService], fingerp
     return hook_answer(request, served) if kind == "hook" else ledger_answer(kind, request, served)
 
 
-def ledger_answer(kind: str, request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+def ledger_answer(kind: str, request: dict[str, Any], served: Served) -> dict[str, Any]:
     """`{"result": ...}`, the served ledger's `recall` or `remember` as JSON, or `{"failed": why}` when the ledger
     refuses the arguments (the CLI says why, as it would have itself). A remember is answered once it is committed."""
     allowed = LEDGER_CALLS[kind]
     arguments, data_dir = request.get("arguments"), request.get("data_dir")
     if not isinstance(arguments, dict) or not isinstance(data_dir, str) or not set(arguments) <= allowed:
         return {"error": f"a {kind} request needs 'data_dir' (a path) and 'arguments' (some of {', '.join(sorted(allowed))})"}
-    try:
-        ledger = served()
-    except LedgerError as exc:
-        return {"declined": f"this server's ledger is not open: {exc}"}
-    if ledger.paths.data_dir != Path(data_dir):
-        return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
-    ledger.release_start()
-    if kind == "remember" and not ledger.index_ready():  # the command alone checks near-duplicates in a slot of its own
-        return {"declined": "this server's search index is not open, so it would skip the near-duplicate check"}
-    call = ledger.recall if kind == "recall" else ledger.remember
-    try:
-        return {"result": call(**arguments).model_dump(mode="json")}
-    except LedgerError as exc:
-        return {"failed": str(exc)}
-    except TypeError as exc:  # an argument of the wrong type
-        return {"error": f"bad {kind} arguments: {exc}"}
+    with ExitStack() as held:
+        try:
+            ledger = held.enter_context(served())
+        except LedgerError as exc:
+            return {"declined": f"this server's ledger is not open: {exc}"}
+        if ledger.paths.data_dir != Path(data_dir):
+            return {"declined": f"this server serves {ledger.paths.data_dir}, not {data_dir}"}
+        ledger.release_start()
+        if kind == "remember" and not ledger.index_ready():  # the command alone checks near-duplicates in a slot of its own
+            return {"declined": "this server's search index is not open, so it would skip the near-duplicate check"}
+        call = ledger.recall if kind == "recall" else ledger.remember
+        try:
+            return {"result": call(**arguments).model_dump(mode="json")}
+        except LedgerError as exc:
+            return {"failed": str(exc)}
+        except TypeError as exc:  # an argument of the wrong type
+            return {"error": f"bad {kind} arguments: {exc}"}
 
 
-def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) -> dict[str, Any]:
+def hook_answer(request: dict[str, Any], served: Served) -> dict[str, Any]:
     """`{"output": ...}`: what the hook prints, the event handled and logged as the hook would have; or
     `{"declined": why}`."""
     if request.get("client") not in HOOK_CLIENTS or not isinstance(request.get("input"), str):
@@ -94,16 +98,17 @@ def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) ->
 
     @contextmanager
     def on_the_served_ledger(_settings: Settings, _event: HookEvent, data_dir: Path) -> Iterator[tuple[LedgerService, Callable[[], None]]]:
-        try:
-            ledger = served()
-        except LedgerError as exc:
-            raise Declined(f"this server's ledger is not open: {exc}") from None
-        if ledger.paths.data_dir != data_dir:
-            raise Declined(f"this server serves {ledger.paths.data_dir}, not {data_dir}")
-        try:
-            yield ledger, lambda: None  # the server's index is open, and a search catches it up first
-        finally:
-            ledger.release_start()  # the start-up's held part (the model, the code index) waited for this
+        with ExitStack() as held:
+            try:
+                ledger = held.enter_context(served())
+            except LedgerError as exc:
+                raise Declined(f"this server's ledger is not open: {exc}") from None
+            if ledger.paths.data_dir != data_dir:
+                raise Declined(f"this server serves {ledger.paths.data_dir}, not {data_dir}")
+            try:
+                yield ledger, lambda: None  # the server's index is open, and a search catches it up first
+            finally:
+                ledger.release_start()  # the start-up's held part (the model, the code index) waited for this
 
     try:
         output = run_hook(
@@ -117,7 +122,7 @@ def hook_answer(request: dict[str, Any], served: Callable[[], LedgerService]) ->
 class HookSocket:
     """Listens on the served project's socket from `start()` to `stop()`, following the project served."""
 
-    def __init__(self, served: Callable[[], LedgerService]) -> None:
+    def __init__(self, served: Served) -> None:
         self._served = served
         self._fingerprint = settings_fingerprint(os.environ)
         self._listener: Listener | None = None
@@ -138,7 +143,8 @@ class HookSocket:
     def _follow(self) -> None:
         while not self._stopped.is_set():
             try:
-                data_dir: Path | None = self._served().paths.data_dir
+                with self._served() as ledger:
+                    data_dir: Path | None = ledger.paths.data_dir
             except LedgerError:
                 data_dir = None
             current = self._listener
@@ -159,7 +165,7 @@ class HookSocket:
 
 
 @contextmanager
-def answering_hooks(served: Callable[[], LedgerService]) -> Iterator[None]:
+def answering_hooks(served: Served) -> Iterator[None]:
     """While the block runs, the served project's hooks and recalls are answered on its socket."""
     socket = HookSocket(served)
     socket.start()

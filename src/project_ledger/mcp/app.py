@@ -371,7 +371,7 @@ def create_server(
     *,
     follow_roots: bool = True,
     ledger: LedgerService | None = None,
-    alongside: Callable[[Callable[[], LedgerService]], AbstractContextManager[object]] | None = None,
+    alongside: Callable[[Callable[[], AbstractContextManager[LedgerService]]], AbstractContextManager[object]] | None = None,
     tools_at_start: bool = False,
 ) -> LedgerServer:
     """Open the journal, build the instructions, and register the surface. The index and model open in the lifespan.
@@ -381,7 +381,8 @@ def create_server(
     workspace (MCP roots) when it offers one and `follow_roots` is set, else the working directory's project, never
     the home directory or `/`. A server shared by several clients (HTTP) does not follow roots: they would pull it
     from one project to another. A `ledger` opened by the caller is served instead, and closed with the server.
-    `alongside`, given the served ledger's getter, runs beside the server for its lifetime (serve's hook socket).
+    `alongside`, given a lease on the served ledger (`LedgerHandle.lease`), runs beside the server for its lifetime
+    (serve's hook socket).
     The tools are registered when first listed or called, after the `initialize` answer; with `tools_at_start`, now
     (over HTTP the SDK checks a request's Mcp-Param headers against the tool's schema, a lookup that lists nothing).
     """
@@ -425,7 +426,7 @@ def create_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[LedgerHandle]:
         try:
-            with alongside(handle.get) if alongside is not None else nullcontext():
+            with alongside(handle.lease) if alongside is not None else nullcontext():
                 async with roots.running(), anyio.create_task_group() as starting:
                     starting.start_soon(start_when_greeted)
                     try:
