@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -389,7 +390,7 @@ class Replay:
 
 def served_hook(raw: str, ledger: LedgerService) -> dict[str, Any]:
     """A hook call handed to the running server, as the hook process does over `serve`'s socket."""
-    return hook_answer({"client": "claude-code", "input": raw, "data_dir": None}, lambda: ledger)
+    return hook_answer({"client": "claude-code", "input": raw, "data_dir": None}, lambda: nullcontext(ledger))
 
 
 def _context(output: str) -> str:
