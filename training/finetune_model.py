@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from transformers import AutoModel, AutoTokenizer
-
 from split import held_back
+from transformers import AutoModel, AutoTokenizer
 
 BATCH = 32
 QUERY_TOKENS = 64  # docstring summaries; the run-time cut (256) is never reached by them
