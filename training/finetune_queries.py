@@ -51,23 +51,24 @@ EVERY = 100
 
 
 def shipped_code_model() -> dict[str, torch.Tensor]:
-    """The shipped code model's encoder layers as float tensors: each int8 matrix times its column scales."""
+    """The shipped code model's encoder layers as float tensors: each int8 matrix of its graph (`with_weights` adds
+    the file's differences to the bundled ones) times its column scales, and the file's biases and layer norms."""
     import onnx
     from onnx import numpy_helper
 
     from project_ledger.search.bundled_model import shipped_graph
-    from project_ledger.search.code_model import trained_weights
+    from project_ledger.search.code_model import trained_weights, with_weights
 
-    graph = onnx.load_from_string(shipped_graph()).graph
-    bundled = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    weights = trained_weights()
+    graph = onnx.load_from_string(with_weights(shipped_graph(), weights)).graph
+    tensors = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     out = {}
-    with np.load(io.BytesIO(trained_weights())) as arrays:
-        for name, base in matrix_names(graph).items():
-            matrix = bundled[f"{base}_q"].astype(np.float32) + arrays[f"{base}_q"]
-            out[name] = torch.from_numpy((matrix * arrays[f"{base}_scale"]).T.copy())
-        for key in arrays.files:
+    for name, base in matrix_names(graph).items():
+        out[name] = torch.from_numpy((tensors[f"{base}_q"].astype(np.float32) * tensors[f"{base}_scale"]).T.copy())
+    with np.load(io.BytesIO(weights)) as trained:
+        for key in trained.files:
             if key.startswith(GRAPH_PREFIX):
-                out[key[len(GRAPH_PREFIX) :]] = torch.from_numpy(arrays[key].copy())
+                out[key[len(GRAPH_PREFIX) :]] = torch.from_numpy(tensors[key].copy())
     return out
 
 
