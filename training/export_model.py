@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from onnx import numpy_helper
 from safetensors.numpy import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from finetune_model import QUERY_TOKENS, SYMBOL_TOKENS, Encoder, float_model_dir
+from finetune_model import QUERY_TOKENS, SYMBOL_TOKENS, Encoder, float_model_dir, read_jsonl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from project_ledger.search.bundled_model import shipped_graph
@@ -75,7 +74,7 @@ def cosines(encoder_file: Path, graph: bytes, weights: bytes, pairs: Path, count
     encoder.model.load_state_dict(torch.load(encoder_file, map_location="cpu"), strict=False)
     encoder.model.eval()
     session = ort.InferenceSession(with_weights(graph, weights), providers=["CPUExecutionProvider"])
-    rows = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()[:count]]
+    rows = read_jsonl(pairs)[:count]
     out = []
     for side, cut in (("q", QUERY_TOKENS), ("d", SYMBOL_TOKENS)):
         for row in rows:
@@ -122,7 +121,7 @@ def main() -> None:
         else:
             target = GRAPH_PREFIX + name
             if target not in under or under[target].shape != value.shape:
-                raise SystemExit(f"{name}: no float tensor {target} of shape {value.shape} in the bundled graph")
+                raise SystemExit(f"{name}: no float tensor {target} of shape {value.shape} in the graph under it")
             if not np.array_equal(value.astype(np.float32), under[target]):
                 arrays[target] = value.astype(np.float32)
     args.out.parent.mkdir(parents=True, exist_ok=True)
