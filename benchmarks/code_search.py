@@ -184,10 +184,15 @@ def prepared(work: Path) -> Iterator[HeldOut]:
         name = source.name if source.name != "src" else source.parent.parent.name
         root, data_dir = work / "held-out" / name, work / "held-out-data" / name
         questions = hold_out(source, root)
-        if not (data_dir / "journal.sqlite3").exists():
-            command = [EXECUTABLE, "index", str(root), "--json", "--embed", "--data-dir", str(data_dir)]
-            subprocess.run(command, check=True, capture_output=True, env=child_env(), cwd=root)
+        indexed_once(root, data_dir)
         yield HeldOut(name.replace("-", " ", 1), language, root, data_dir, answerable(data_dir, questions))
+
+
+def indexed_once(root: Path, data_dir: Path) -> None:
+    """Index and embed `root` into `data_dir` (`project-ledger index --embed`), unless an earlier run did."""
+    if not (data_dir / "journal.sqlite3").exists():
+        command = [EXECUTABLE, "index", str(root), "--json", "--embed", "--data-dir", str(data_dir)]
+        subprocess.run(command, check=True, capture_output=True, env=child_env(), cwd=root)
 
 
 def answerable(data_dir: Path, questions: list[Question]) -> list[Question]:
